@@ -1,0 +1,1 @@
+//! `libscalelock_preload.so`: pthread interposition (see the preload issue).

@@ -1,0 +1,575 @@
+//! scalelock's mutex: spin while spinning pays, then sleep; hand off to a starving waiter.
+//!
+//! # Design
+//!
+//! Two 32-bit words: the futex **state word** and the lock's [`SpinEstimate`]. An uncontended
+//! `lock` is one compare-exchange (`0 -> LOCKED`), an uncontended `unlock` another
+//! (`LOCKED -> 0`); the unlock makes a system call only when a thread may be asleep.
+//!
+//! A thread that finds the lock held spins (calibrated, with backoff; the budget comes from the
+//! process-wide [`SpinPolicy`](crate::wait::SpinPolicy) and the lock's learned estimate) as long as
+//! nobody sleeps on the lock, then sets `CONTENDED` and sleeps on the futex. `unlock` of a
+//! `CONTENDED` lock releases it and wakes one sleeper. Releasing (rather than handing over) lets a
+//! running thread take the lock at once, which is what keeps throughput up when threads outnumber
+//! cores; the price is unfairness, which is bounded: a sleeper that has waited longer than
+//! [`STARVATION_NS`] (1 ms) sets `STARVING`. From then on newcomers neither spin nor take the lock
+//! but queue on the futex (FIFO in the kernel), and `unlock` *hands the lock over*: it keeps `LOCKED`,
+//! sets `HANDOFF`, and wakes one sleeper, which takes ownership. The first waiter to receive a
+//! hand-off after waiting less than the bound ends starvation mode.
+//!
+//! # State word
+//!
+//! ```text
+//!   31                              4         3          2           1         0
+//!  +--------------------------------+---------+----------+-----------+---------+
+//!  |             unused             | HANDOFF | STARVING | CONTENDED | LOCKED  |
+//!  +--------------------------------+---------+----------+-----------+---------+
+//!
+//!  LOCKED     held (stays set across a hand-off)
+//!  CONTENDED  a thread may sleep on the word: unlock must wake one
+//!  STARVING   a sleeper waited > 1 ms: no spinning, no barging, unlock hands off
+//!  HANDOFF    ownership passed to "a thread that has slept"; the first such thread to see it
+//!             clears it and owns the lock
+//!
+//!  transitions                                      by
+//!  0 ------------------------------> LOCKED          lock, fast path (CAS)
+//!  LOCKED --------------------------> 0              unlock, fast path (CAS)
+//!  s(!LOCKED) ----------------------> s|LOCKED       lock, slow path (a thread that has slept
+//!                                                    also sets CONTENDED: others may sleep)
+//!  s(LOCKED) -----------------------> s|CONTENDED    a waiter, before futex_wait(s|CONTENDED)
+//!  s(LOCKED,CONTENDED) -------------> s|STARVING     a sleeper that waited > 1 ms
+//!  s(CONTENDED) --------------------> s&!(LOCKED|CONTENDED|STARVING), then wake(1)
+//!                                                    unlock, slow path
+//!  s(STARVING or fair,CONTENDED) ---> s|HANDOFF, wake(1)
+//!                                                    unlock with hand-off; if nobody was
+//!                                                    asleep, it clears HANDOFF and releases
+//!  s(HANDOFF) ----------------------> s&!HANDOFF     a thread that has slept takes ownership
+//! ```
+//!
+//! Every thread that returns from `futex_wait` either takes the lock with `CONTENDED` set or goes
+//! back to sleep with `CONTENDED` set, so the wake-up it may have consumed is passed on; a timed
+//! waiter that gives up after sleeping sets `CONTENDED` for the same reason. That is the invariant
+//! the loom models in `tests/loom_mutex.rs` check: no lost wake-up, no stranded hand-off.
+
+use crate::sync::{AtomicU32, Ordering};
+use crate::wait::{futex, now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
+
+const LOCKED: u32 = 1;
+const CONTENDED: u32 = 2;
+const STARVING: u32 = 4;
+const HANDOFF: u32 = 8;
+
+/// How long a sleeping waiter waits before it asks for the lock to be handed to it (1 ms).
+pub const STARVATION_NS: u64 = 1_000_000;
+
+/// The raw mutex: 8 bytes, `const`-constructible, implementing lock_api's `RawMutex`,
+/// `RawMutexFair` and `RawMutexTimed`.
+///
+/// Use it through [`Mutex`], or directly where a guard does not fit (the preload library does).
+///
+/// ```
+/// use lock_api::RawMutex as _;
+/// use scalelock::RawMutex;
+///
+/// static RAW: RawMutex = RawMutex::INIT;
+/// RAW.lock();
+/// assert!(!RAW.try_lock());
+/// // SAFETY: locked just above by this thread.
+/// unsafe { RAW.unlock() };
+/// assert_eq!(std::mem::size_of::<RawMutex>(), 8);
+/// ```
+pub struct RawMutex {
+    state: AtomicU32,
+    spin: SpinEstimate,
+}
+
+impl RawMutex {
+    /// An unlocked mutex.
+    #[cfg(not(loom))]
+    pub const fn new() -> RawMutex {
+        RawMutex { state: AtomicU32::new(0), spin: SpinEstimate::new() }
+    }
+
+    /// An unlocked mutex.
+    #[cfg(loom)]
+    pub fn new() -> RawMutex {
+        RawMutex { state: AtomicU32::new(0), spin: SpinEstimate::new() }
+    }
+
+    /// Acquires the mutex, spinning then sleeping while another thread holds it.
+    #[inline]
+    pub fn lock(&self) {
+        if self
+            .state
+            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_slow(None, false);
+        }
+    }
+
+    /// Acquires the mutex if it is free, without waiting.
+    #[inline]
+    pub fn try_lock(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if s & LOCKED != 0 {
+                return false;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s | LOCKED,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(current) => s = current,
+            }
+        }
+    }
+
+    /// Acquires the mutex, giving up at `deadline`; returns whether it was acquired.
+    #[inline]
+    pub fn try_lock_until(&self, deadline: &Deadline) -> bool {
+        self.state
+            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            || self.lock_slow(Some(deadline), false)
+    }
+
+    /// Releases the mutex.
+    ///
+    /// # Safety
+    /// The calling context must hold the mutex.
+    #[inline]
+    pub unsafe fn unlock(&self) {
+        if self
+            .state
+            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            self.unlock_slow(false);
+        }
+    }
+
+    /// Releases the mutex and, if a thread sleeps on it, hands the lock directly to one.
+    ///
+    /// # Safety
+    /// The calling context must hold the mutex.
+    #[inline]
+    pub unsafe fn unlock_fair(&self) {
+        if self
+            .state
+            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            self.unlock_slow(true);
+        }
+    }
+
+    /// Whether the mutex is held by some thread (a racy snapshot).
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & LOCKED != 0
+    }
+
+    /// Whether a thread may be sleeping on the mutex (a racy snapshot).
+    #[inline]
+    pub fn is_contended(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & CONTENDED != 0
+    }
+
+    /// The lock's learned spin estimate in nanoseconds.
+    pub fn spin_estimate_ns(&self) -> u32 {
+        self.spin.get()
+    }
+
+    /// Acquires the mutex as a thread that has already slept (a condvar waiter that may have been
+    /// requeued onto this mutex): it may take a hand-off and always leaves `CONTENDED` set.
+    #[inline]
+    pub(crate) fn lock_after_wake(&self) {
+        self.lock_slow(None, true);
+    }
+
+    /// Marks the mutex contended, so that the next unlock wakes a sleeper; if it is not held, wakes
+    /// one sleeper now. Used by the condvar after moving its sleepers onto this mutex's word.
+    pub(crate) fn wake_requeued(&self) {
+        let s = self.state.fetch_or(CONTENDED, Ordering::Relaxed);
+        if s & LOCKED == 0 {
+            futex::wake(&self.state, 1);
+        }
+    }
+
+    /// Sets `CONTENDED` before sleepers are requeued onto this mutex, so any unlock from now on
+    /// wakes one of them.
+    pub(crate) fn mark_contended(&self) {
+        self.state.fetch_or(CONTENDED, Ordering::Relaxed);
+    }
+
+    /// The futex word, the target of a condvar's requeue.
+    pub(crate) fn futex_word(&self) -> &AtomicU32 {
+        &self.state
+    }
+
+    /// The contended path of `lock`. `slept` is true for a thread that has already slept (see
+    /// `lock_after_wake`). Returns false only if `deadline` passed first.
+    #[cold]
+    fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
+        let budget = if slept { SpinBudget::Nanos(0) } else { self.spin.budget() };
+        let unbounded = budget == SpinBudget::Unbounded;
+        let mut spinner = Spinner::new(budget);
+        let mut learned = false;
+        let mut sleep_start = 0u64;
+        let mut starving = false;
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            // Free: take it. A thread that has slept cannot know whether others still sleep, so it
+            // keeps CONTENDED set, passing on any wake-up it consumed.
+            if s & LOCKED == 0 {
+                let new = s | LOCKED | if slept { CONTENDED } else { 0 };
+                match self.state.compare_exchange_weak(
+                    s,
+                    new,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        if !learned && spinner.has_spun() {
+                            self.spin.record(true, spinner.spent_ns());
+                        }
+                        return true;
+                    }
+                    Err(current) => {
+                        s = current;
+                        continue;
+                    }
+                }
+            }
+
+            // Handed off: a thread that has slept takes ownership (LOCKED stays set). It ends
+            // starvation mode unless it was starving itself.
+            if s & HANDOFF != 0 && slept {
+                let mut new = (s & !HANDOFF) | CONTENDED;
+                if !starving {
+                    new &= !STARVING;
+                }
+                match self.state.compare_exchange_weak(
+                    s,
+                    new,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return true,
+                    Err(current) => {
+                        s = current;
+                        continue;
+                    }
+                }
+            }
+
+            // Spin while the holder may release soon: never when a thread sleeps (it would only
+            // barge ahead of it) or in starvation mode; always under SpinPolicy::Always.
+            if (unbounded || s & (CONTENDED | STARVING) == 0) && spinner.spin() {
+                s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+            if !learned && spinner.has_spun() {
+                // The budget ran out: spinning did not pay this time.
+                self.spin.record(false, 0);
+                learned = true;
+            }
+
+            if let Some(d) = deadline {
+                if d.has_passed() {
+                    return slept && self.give_up_after_sleep();
+                }
+            }
+
+            // Sleep. CONTENDED makes the unlocker wake us; STARVING asks it to hand off.
+            let mut want = s | CONTENDED;
+            if starving {
+                want |= STARVING;
+            }
+            if want != s {
+                if let Err(current) =
+                    self.state
+                        .compare_exchange_weak(s, want, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    s = current;
+                    continue;
+                }
+                s = want;
+            }
+            if sleep_start == 0 {
+                sleep_start = now_ns();
+            }
+            let in_time = futex::wait(&self.state, s, deadline);
+            slept = true;
+            if !starving && now_ns().saturating_sub(sleep_start) > STARVATION_NS {
+                starving = true;
+            }
+            if !in_time {
+                return self.give_up_after_sleep();
+            }
+            s = self.state.load(Ordering::Relaxed);
+        }
+    }
+
+    /// A timed waiter that has slept gives up. It may have consumed the wake-up meant to pass the
+    /// lock on, so it must not simply leave: it takes a free or handed-off lock (returns true), or
+    /// makes sure CONTENDED is set so the holder's unlock wakes the next sleeper.
+    #[cold]
+    fn give_up_after_sleep(&self) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            let (new, acquired) = if s & LOCKED == 0 {
+                (s | LOCKED | CONTENDED, true)
+            } else if s & HANDOFF != 0 {
+                ((s & !HANDOFF) | CONTENDED, true)
+            } else if s & CONTENDED == 0 {
+                (s | CONTENDED, false)
+            } else {
+                return false;
+            };
+            match self
+                .state
+                .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return acquired,
+                Err(current) => s = current,
+            }
+        }
+    }
+
+    /// The contended path of `unlock`: wake a sleeper, or hand the lock over to one.
+    #[cold]
+    fn unlock_slow(&self, fair: bool) {
+        let mut s = self.state.load(Ordering::Relaxed);
+        let mut hand_off = fair;
+        loop {
+            if (hand_off || s & STARVING != 0) && s & CONTENDED != 0 {
+                if let Err(current) = self.state.compare_exchange_weak(
+                    s,
+                    s | HANDOFF,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    s = current;
+                    continue;
+                }
+                if futex::wake(&self.state, 1) > 0 {
+                    return;
+                }
+                // Nobody was asleep. Take the hand-off back, unless a thread that has slept took
+                // it meanwhile, and release normally (which wakes anyone who fell asleep since).
+                s = self.state.load(Ordering::Relaxed);
+                loop {
+                    if s & HANDOFF == 0 {
+                        return;
+                    }
+                    let new = s & !(HANDOFF | STARVING);
+                    match self.state.compare_exchange_weak(
+                        s,
+                        new,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => {
+                            s = new;
+                            break;
+                        }
+                        Err(current) => s = current,
+                    }
+                }
+                hand_off = false;
+                continue;
+            }
+            match self.state.compare_exchange_weak(
+                s,
+                s & !(LOCKED | CONTENDED | STARVING),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    if s & CONTENDED != 0 {
+                        futex::wake(&self.state, 1);
+                    }
+                    return;
+                }
+                Err(current) => s = current,
+            }
+        }
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for RawMutex {
+    fn default() -> RawMutex {
+        RawMutex::new()
+    }
+}
+
+impl core::fmt::Debug for RawMutex {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RawMutex")
+            .field("state", &self.state.load(Ordering::Relaxed))
+            .field("spin_estimate_ns", &self.spin.get())
+            .finish()
+    }
+}
+
+#[cfg(not(loom))]
+mod api {
+    use super::RawMutex;
+    use crate::wait::Deadline;
+    use core::num::NonZeroUsize;
+    use std::time::{Duration, Instant};
+
+    // SAFETY: `lock`/`try_lock` only return (true) once the state word's LOCKED bit was set by
+    // this thread's successful Acquire CAS (or a hand-off CAS), and it is cleared (or handed on)
+    // only by `unlock`, so at most one owner exists at a time.
+    unsafe impl lock_api::RawMutex for RawMutex {
+        #[allow(clippy::declare_interior_mutable_const)]
+        const INIT: RawMutex = RawMutex::new();
+        type GuardMarker = lock_api::GuardSend;
+
+        #[inline]
+        fn lock(&self) {
+            RawMutex::lock(self)
+        }
+
+        #[inline]
+        fn try_lock(&self) -> bool {
+            RawMutex::try_lock(self)
+        }
+
+        #[inline]
+        unsafe fn unlock(&self) {
+            // SAFETY: lock_api's contract: the caller holds the lock.
+            unsafe { RawMutex::unlock(self) }
+        }
+
+        #[inline]
+        fn is_locked(&self) -> bool {
+            RawMutex::is_locked(self)
+        }
+    }
+
+    // SAFETY: `unlock_fair` releases exactly like `unlock`, only handing ownership to a sleeper.
+    unsafe impl lock_api::RawMutexFair for RawMutex {
+        #[inline]
+        unsafe fn unlock_fair(&self) {
+            // SAFETY: lock_api's contract: the caller holds the lock.
+            unsafe { RawMutex::unlock_fair(self) }
+        }
+
+        #[inline]
+        unsafe fn bump(&self) {
+            if self.is_contended() {
+                // SAFETY: the caller holds the lock (lock_api's contract); it is re-taken at once.
+                unsafe { RawMutex::unlock_fair(self) };
+                RawMutex::lock(self);
+            }
+        }
+    }
+
+    // SAFETY: timed acquisition has the same exclusion argument as `lock`.
+    unsafe impl lock_api::RawMutexTimed for RawMutex {
+        type Duration = Duration;
+        type Instant = Instant;
+
+        #[inline]
+        fn try_lock_for(&self, timeout: Duration) -> bool {
+            self.try_lock() || self.try_lock_until(&Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_until(&self, timeout: Instant) -> bool {
+            self.try_lock() || RawMutex::try_lock_until(self, &Deadline::at(timeout))
+        }
+    }
+
+    /// Identifies the current thread for [`ReentrantMutex`](super::ReentrantMutex): the address of
+    /// a thread-local, unique among live threads.
+    pub struct RawThreadId;
+
+    // SAFETY: two live threads never share a thread-local's address, and the address is non-zero.
+    unsafe impl lock_api::GetThreadId for RawThreadId {
+        const INIT: RawThreadId = RawThreadId;
+
+        fn nonzero_thread_id(&self) -> NonZeroUsize {
+            thread_local!(static ANCHOR: u8 = const { 0 });
+            ANCHOR.with(|a| {
+                NonZeroUsize::new(a as *const u8 as usize).unwrap_or(NonZeroUsize::MIN)
+            })
+        }
+    }
+}
+
+#[cfg(not(loom))]
+pub use api::RawThreadId;
+
+/// A mutual-exclusion lock protecting a `T`, built on [`RawMutex`].
+///
+/// ```
+/// use scalelock::Mutex;
+/// use std::sync::Arc;
+///
+/// let counter = Arc::new(Mutex::new(0u64));
+/// let handles: Vec<_> = (0..4)
+///     .map(|_| {
+///         let c = Arc::clone(&counter);
+///         std::thread::spawn(move || {
+///             for _ in 0..1000 {
+///                 *c.lock() += 1;
+///             }
+///         })
+///     })
+///     .collect();
+/// for h in handles {
+///     h.join().unwrap();
+/// }
+/// assert_eq!(*counter.lock(), 4000);
+/// ```
+#[cfg(not(loom))]
+pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
+
+/// The guard of a [`Mutex`]: the lock is held while it lives.
+///
+/// ```
+/// let m = scalelock::Mutex::new(vec![1]);
+/// let mut g: scalelock::MutexGuard<'_, Vec<i32>> = m.lock();
+/// g.push(2);
+/// ```
+#[cfg(not(loom))]
+pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex, T>;
+
+/// A [`MutexGuard`] mapped to a part of the protected data.
+///
+/// ```
+/// let m = scalelock::Mutex::new((1, 2));
+/// let second = scalelock::MutexGuard::map(m.lock(), |p| &mut p.1);
+/// assert_eq!(*second, 2);
+/// ```
+#[cfg(not(loom))]
+pub type MappedMutexGuard<'a, T> = lock_api::MappedMutexGuard<'a, RawMutex, T>;
+
+/// A mutex the owning thread may lock again; it is released when every guard is gone.
+///
+/// ```
+/// let m = scalelock::ReentrantMutex::new(5);
+/// let a = m.lock();
+/// let b = m.lock(); // same thread: no deadlock
+/// assert_eq!(*a + *b, 10);
+/// ```
+#[cfg(not(loom))]
+pub type ReentrantMutex<T> = lock_api::ReentrantMutex<RawMutex, RawThreadId, T>;
+
+/// The guard of a [`ReentrantMutex`].
+///
+/// ```
+/// let m = scalelock::ReentrantMutex::new(());
+/// let _g: scalelock::ReentrantMutexGuard<'_, ()> = m.lock();
+/// ```
+#[cfg(not(loom))]
+pub type ReentrantMutexGuard<'a, T> = lock_api::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;

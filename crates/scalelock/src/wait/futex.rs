@@ -1,0 +1,99 @@
+//! Futex wait and wake on Linux: the only file of the wait layer that talks to the OS.
+//!
+//! Every lock in scalelock sleeps here and nowhere else. A port to another OS replaces this file
+//! (the loom model in `futex_loom.rs` shows the contract: `wait` may return spuriously, never misses
+//! a `wake` issued after the word changed, and `wake` reports how many sleepers it woke).
+//!
+//! All operations use private futexes (`FUTEX_PRIVATE_FLAG`): scalelock's locks live in one
+//! process. Timed waits take an absolute deadline (`FUTEX_WAIT_BITSET`), so a wait interrupted by a
+//! signal and restarted never waits longer than asked.
+
+use super::deadline::{Clock, Deadline};
+use core::ptr;
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Sleeps while `*word == expected`.
+///
+/// Returns `false` only if `deadline` passed; `true` on a wake, a spurious wake-up, a signal, or
+/// when the word no longer held `expected`. Callers re-check their condition in a loop.
+#[inline]
+pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> bool {
+    if word.load(Ordering::Relaxed) != expected {
+        return true;
+    }
+    let (op, ts) = match deadline {
+        None => (libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG, ptr::null()),
+        Some(d) => {
+            let clock_flag = match d.clock() {
+                Clock::Monotonic => 0,
+                Clock::Realtime => libc::FUTEX_CLOCK_REALTIME,
+            };
+            (
+                libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG | clock_flag,
+                d.as_timespec() as *const libc::timespec,
+            )
+        }
+    };
+    // SAFETY: `word` is a live, aligned 32-bit atomic for the duration of the call; `ts` is null or
+    // points at a timespec borrowed from `deadline`, which outlives the call. The kernel only reads
+    // both. FUTEX_WAIT_BITSET with a match-any mask behaves as FUTEX_WAIT with an absolute timeout.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            op,
+            expected,
+            ts,
+            ptr::null::<u32>(),
+            libc::FUTEX_BITSET_MATCH_ANY,
+        )
+    };
+    // SAFETY: reading errno right after a failed syscall on this thread.
+    !(r < 0 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT)
+}
+
+/// Wakes at most `n` threads sleeping on `word`; returns how many were woken.
+#[inline]
+pub fn wake(word: &AtomicU32, n: u32) -> u32 {
+    let n = n.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: FUTEX_WAKE only uses the address of `word` as a key; it never dereferences past it.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            n,
+        )
+    };
+    if r < 0 {
+        0
+    } else {
+        r as u32
+    }
+}
+
+/// Wakes one thread sleeping on `from` and moves the others to sleep on `to`, if `from` still
+/// holds `expected`. Returns `None` when `from` had changed (nothing was done), otherwise the number
+/// of threads woken plus requeued.
+#[inline]
+pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    // SAFETY: both words are live aligned atomics; FUTEX_CMP_REQUEUE uses them as keys and reads
+    // `from` for the comparison. The 4th argument carries the requeue limit by value, as the ABI
+    // of this operation specifies.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            from.as_ptr(),
+            libc::FUTEX_CMP_REQUEUE | libc::FUTEX_PRIVATE_FLAG,
+            1 as libc::c_int,
+            i32::MAX as libc::c_long,
+            to.as_ptr(),
+            expected,
+        )
+    };
+    if r < 0 {
+        None
+    } else {
+        Some(r as u32)
+    }
+}

@@ -1,0 +1,96 @@
+//! A loom model of `futex.rs`, used under `--cfg loom` so that every lock protocol is
+//! model-checked against the same contract as the real futex:
+//!
+//! - `wait` compares the word and enqueues atomically with respect to `wake` on the same word
+//!   (here: one table mutex plays the kernel's hash-bucket lock);
+//! - a timed `wait` may time out at any moment; the model times out immediately, which is one of
+//!   the real futex's executions and the one that exercises the timeout paths;
+//! - `wake` wakes up to `n` sleepers on that word and reports how many.
+//!
+//! A lost wake-up shows up as loom reporting that every thread is blocked.
+
+use super::deadline::Deadline;
+use crate::sync::{AtomicU32, Ordering};
+use loom::sync::{Condvar, Mutex};
+
+struct Table {
+    /// (word address, ticket) of each sleeping thread, in arrival order.
+    sleepers: Vec<(usize, u64)>,
+    next_ticket: u64,
+}
+
+loom::lazy_static! {
+    static ref TABLE: (Mutex<Table>, Condvar) =
+        (Mutex::new(Table { sleepers: Vec::new(), next_ticket: 0 }), Condvar::new());
+}
+
+fn key(word: &AtomicU32) -> usize {
+    word as *const AtomicU32 as usize
+}
+
+/// Model of [`futex::wait`](super::futex::wait).
+pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> bool {
+    let (lock, cv) = &*TABLE;
+    let mut table = lock.lock().unwrap();
+    if word.load(Ordering::SeqCst) != expected {
+        return true;
+    }
+    if deadline.is_some() {
+        return false;
+    }
+    let ticket = table.next_ticket;
+    table.next_ticket += 1;
+    table.sleepers.push((key(word), ticket));
+    while table.sleepers.iter().any(|s| s.1 == ticket) {
+        table = cv.wait(table).unwrap();
+    }
+    true
+}
+
+/// Model of [`futex::wake`](super::futex::wake).
+pub fn wake(word: &AtomicU32, n: u32) -> u32 {
+    let (lock, cv) = &*TABLE;
+    let mut table = lock.lock().unwrap();
+    let k = key(word);
+    let mut woken = 0;
+    table.sleepers.retain(|s| {
+        if s.0 == k && woken < n {
+            woken += 1;
+            false
+        } else {
+            true
+        }
+    });
+    if woken > 0 {
+        cv.notify_all();
+    }
+    woken
+}
+
+/// Model of [`futex::requeue`](super::futex::requeue).
+pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    let (lock, cv) = &*TABLE;
+    let mut table = lock.lock().unwrap();
+    if from.load(Ordering::SeqCst) != expected {
+        return None;
+    }
+    let (kf, kt) = (key(from), key(to));
+    let mut count = 0;
+    let mut woke = false;
+    table.sleepers.retain_mut(|s| {
+        if s.0 != kf {
+            return true;
+        }
+        count += 1;
+        if !woke {
+            woke = true;
+            return false;
+        }
+        s.0 = kt;
+        true
+    });
+    if woke {
+        cv.notify_all();
+    }
+    Some(count)
+}

@@ -1,0 +1,409 @@
+//! Spinning: how long a waiter spins before it sleeps, and how it spins.
+//!
+//! Three pieces, used by every lock:
+//!
+//! - **PAUSE calibration.** The cost of one `spin_loop` hint (x86 `PAUSE`, ARM `ISB`/`YIELD`)
+//!   ranges from ~10 cycles (pre-Skylake Intel, most AMD) to ~140 (Skylake and later Intel). It is
+//!   measured once per process, so "spin for N ns" means N ns on every CPU.
+//! - **[`SpinPolicy`]**, process-wide and changeable at run time: [`SpinPolicy::Adaptive`] (the
+//!   default), [`SpinPolicy::Fixed`], [`SpinPolicy::Never`], [`SpinPolicy::Always`]. It starts from
+//!   the `SCALELOCK_SPIN` environment variable (`auto`, a number of nanoseconds, `0`, `always`).
+//! - **[`SpinEstimate`]**, one 32-bit word per lock: a running estimate of how long a spinning
+//!   waiter waited when spinning succeeded. Under `Adaptive`, a waiter spins for a few times that
+//!   estimate (at least a short probe, at most about one futex sleep + wake round trip); each
+//!   success pulls the estimate towards the wait it saw, each failure (the budget ran out and the
+//!   waiter slept) shrinks it by a quarter. When holders are preempted or critical sections are
+//!   long, spinning stops paying and the estimate decays to the probe; when hand-offs are quick it
+//!   grows back. This replaces manual knobs such as MariaDB's `innodb_log_spin_wait_delay`.
+//!
+//! [`Spinner`] is the spin loop itself: exponential backoff with jitter between checks, charged
+//! against the budget in calibrated nanoseconds.
+
+use crate::sync::{AtomicU32, Ordering};
+use core::fmt;
+use core::str::FromStr;
+use core::sync::atomic::{AtomicU32 as GlobalU32, AtomicU64 as GlobalU64};
+
+// ---------------------------------------------------------------------------------------------
+// PAUSE calibration
+// ---------------------------------------------------------------------------------------------
+
+/// Picoseconds per `spin_loop` hint; 0 until calibrated.
+static PAUSE_PS: GlobalU32 = GlobalU32::new(0);
+
+/// The measured cost of one `core::hint::spin_loop()` in picoseconds (calibrated on first use).
+///
+/// ```
+/// let ps = scalelock::wait::pause_ps();
+/// assert!(ps >= 100 && ps <= 1_000_000);
+/// ```
+#[inline]
+pub fn pause_ps() -> u32 {
+    let v = PAUSE_PS.load(Ordering::Relaxed);
+    if v != 0 {
+        v
+    } else {
+        calibrate_pause()
+    }
+}
+
+#[cold]
+fn calibrate_pause() -> u32 {
+    const PAUSES: u64 = 256;
+    let ps = if cfg!(loom) {
+        1000
+    } else {
+        // Best of a few runs: preemption only ever makes a run slower.
+        let mut best = u64::MAX;
+        for _ in 0..4 {
+            let t0 = super::deadline::now_ns();
+            for _ in 0..PAUSES {
+                core::hint::spin_loop();
+            }
+            best = best.min(super::deadline::now_ns().saturating_sub(t0));
+        }
+        (best * 1000 / PAUSES).clamp(100, 1_000_000) as u32
+    };
+    PAUSE_PS.store(ps, Ordering::Relaxed);
+    ps
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process-wide policy
+// ---------------------------------------------------------------------------------------------
+
+/// How waiting threads spin before sleeping, for every scalelock lock in the process.
+///
+/// ```
+/// use scalelock::wait::{set_spin_policy, spin_policy, SpinPolicy};
+///
+/// let before = spin_policy();
+/// set_spin_policy(SpinPolicy::Fixed(2_000));
+/// assert_eq!(spin_policy(), SpinPolicy::Fixed(2_000));
+/// assert_eq!("auto".parse::<SpinPolicy>(), Ok(SpinPolicy::Adaptive));
+/// set_spin_policy(before);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinPolicy {
+    /// Learn per lock how long spinning pays (the default).
+    Adaptive,
+    /// Spin for this many nanoseconds, then sleep.
+    Fixed(u32),
+    /// Never spin: sleep at once (a classic sleeping mutex).
+    Never,
+    /// Spin until acquired, never sleep (a pure spinlock: for comparison only; it collapses when
+    /// threads outnumber cores).
+    Always,
+}
+
+/// Error from parsing a [`SpinPolicy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SpinPolicyParseError;
+
+impl fmt::Display for SpinPolicyParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "expected `auto`, `0`, `always` or a number of nanoseconds (at most 4000000000)",
+        )
+    }
+}
+
+impl std::error::Error for SpinPolicyParseError {}
+
+impl FromStr for SpinPolicy {
+    type Err = SpinPolicyParseError;
+
+    fn from_str(s: &str) -> Result<SpinPolicy, SpinPolicyParseError> {
+        match s.trim() {
+            "auto" | "adaptive" => Ok(SpinPolicy::Adaptive),
+            "always" => Ok(SpinPolicy::Always),
+            "never" | "0" => Ok(SpinPolicy::Never),
+            t => {
+                let digits = t.strip_suffix("ns").unwrap_or(t);
+                match digits.parse::<u64>() {
+                    Ok(0) => Ok(SpinPolicy::Never),
+                    Ok(n) if n <= 4_000_000_000 => Ok(SpinPolicy::Fixed(n as u32)),
+                    _ => Err(SpinPolicyParseError),
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for SpinPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SpinPolicy::Adaptive => f.write_str("auto"),
+            SpinPolicy::Fixed(ns) => write!(f, "{ns}"),
+            SpinPolicy::Never => f.write_str("0"),
+            SpinPolicy::Always => f.write_str("always"),
+        }
+    }
+}
+
+/// Encoded policy: 0 = not yet read from the environment.
+static POLICY: GlobalU64 = GlobalU64::new(0);
+
+const TAG_ADAPTIVE: u64 = 1;
+const TAG_NEVER: u64 = 2;
+const TAG_ALWAYS: u64 = 3;
+const TAG_FIXED: u64 = 4;
+
+fn encode(p: SpinPolicy) -> u64 {
+    match p {
+        SpinPolicy::Adaptive => TAG_ADAPTIVE,
+        SpinPolicy::Never | SpinPolicy::Fixed(0) => TAG_NEVER,
+        SpinPolicy::Always => TAG_ALWAYS,
+        SpinPolicy::Fixed(ns) => TAG_FIXED | (ns as u64) << 8,
+    }
+}
+
+fn decode(v: u64) -> SpinPolicy {
+    match v & 0xff {
+        TAG_NEVER => SpinPolicy::Never,
+        TAG_ALWAYS => SpinPolicy::Always,
+        TAG_FIXED => SpinPolicy::Fixed((v >> 8) as u32),
+        _ => SpinPolicy::Adaptive,
+    }
+}
+
+/// The current process-wide spin policy.
+#[inline]
+pub fn spin_policy() -> SpinPolicy {
+    let v = POLICY.load(Ordering::Relaxed);
+    if v != 0 {
+        decode(v)
+    } else {
+        policy_from_env()
+    }
+}
+
+/// Sets the process-wide spin policy; takes effect for the next wait of every lock.
+pub fn set_spin_policy(policy: SpinPolicy) {
+    POLICY.store(encode(policy), Ordering::Relaxed);
+}
+
+fn write_stderr(bytes: &[u8]) {
+    // SAFETY: writing a borrowed byte slice to fd 2; a short or failed write only loses the
+    // message. Raw write(2) is used because this runs on a lock's slow path, where scalelock never
+    // allocates or formats.
+    unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+}
+
+/// Reads `SCALELOCK_SPIN` once, without allocating (it may run inside a lock's slow path).
+#[cold]
+fn policy_from_env() -> SpinPolicy {
+    let mut policy = SpinPolicy::Adaptive;
+    if !cfg!(loom) {
+        // SAFETY: getenv with a NUL-terminated name; the returned pointer, if any, is a
+        // NUL-terminated string owned by the environment, read at once.
+        let raw = unsafe { libc::getenv(c"SCALELOCK_SPIN".as_ptr()) };
+        if !raw.is_null() {
+            // SAFETY: non-null pointer from getenv, NUL-terminated.
+            let value = unsafe { core::ffi::CStr::from_ptr(raw) }.to_bytes();
+            match core::str::from_utf8(value).ok().map(str::parse::<SpinPolicy>) {
+                Some(Ok(p)) => policy = p,
+                _ => {
+                    write_stderr(b"scalelock: ignoring SCALELOCK_SPIN=");
+                    write_stderr(value);
+                    write_stderr(
+                        b": expected auto, 0, always or a number of nanoseconds; using auto\n",
+                    );
+                }
+            }
+        }
+    }
+    // Another thread may have called set_spin_policy meanwhile: it wins.
+    match POLICY.compare_exchange(0, encode(policy), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => policy,
+        Err(current) => decode(current),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-lock learned estimate
+// ---------------------------------------------------------------------------------------------
+
+/// Estimate a new lock starts from: a short spin, so a lock that is never held long learns fast.
+const INITIAL_ESTIMATE_NS: u32 = 1_000;
+/// The shortest spin under `Adaptive`: keeps probing, so a lock whose holders became quick again
+/// is noticed.
+pub const MIN_PROBE_NS: u32 = 200;
+/// The longest spin under `Adaptive`: about the cost of a futex sleep and wake-up round trip,
+/// beyond which sleeping is cheaper (the classic 2-competitive bound).
+pub const MAX_ADAPTIVE_SPIN_NS: u32 = 10_000;
+
+/// How long one acquisition may spin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinBudget {
+    /// Spin at most this many nanoseconds, then sleep.
+    Nanos(u32),
+    /// Spin until acquired (`SpinPolicy::Always`).
+    Unbounded,
+}
+
+/// A lock's learned spin estimate (one 32-bit word, nanoseconds).
+///
+/// ```
+/// use scalelock::wait::{SpinBudget, SpinEstimate};
+///
+/// let e = SpinEstimate::new();
+/// for _ in 0..20 {
+///     e.record(false, 0); // spinning keeps failing: the budget shrinks to the probe
+/// }
+/// # if scalelock::wait::spin_policy() == scalelock::wait::SpinPolicy::Adaptive {
+/// assert_eq!(e.budget(), SpinBudget::Nanos(scalelock::wait::MIN_PROBE_NS));
+/// # }
+/// ```
+pub struct SpinEstimate(AtomicU32);
+
+impl SpinEstimate {
+    /// A fresh estimate.
+    #[cfg(not(loom))]
+    pub const fn new() -> SpinEstimate {
+        SpinEstimate(AtomicU32::new(INITIAL_ESTIMATE_NS))
+    }
+
+    /// A fresh estimate.
+    #[cfg(loom)]
+    pub fn new() -> SpinEstimate {
+        SpinEstimate(AtomicU32::new(INITIAL_ESTIMATE_NS))
+    }
+
+    /// The current estimate in nanoseconds.
+    pub fn get(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The spin budget for the next acquisition under the current policy.
+    #[inline]
+    pub fn budget(&self) -> SpinBudget {
+        match spin_policy() {
+            SpinPolicy::Adaptive => SpinBudget::Nanos(
+                self.get()
+                    .saturating_mul(4)
+                    .clamp(MIN_PROBE_NS, MAX_ADAPTIVE_SPIN_NS),
+            ),
+            SpinPolicy::Fixed(ns) => SpinBudget::Nanos(ns),
+            SpinPolicy::Never => SpinBudget::Nanos(0),
+            SpinPolicy::Always => SpinBudget::Unbounded,
+        }
+    }
+
+    /// Records the outcome of a spin: `acquired` after `spun_ns`, or not (the waiter slept).
+    /// Relaxed loads and stores: a lost update only delays learning by one sample.
+    #[inline]
+    pub fn record(&self, acquired: bool, spun_ns: u32) {
+        let est = self.get();
+        let new = if acquired {
+            est - est / 4 + spun_ns.min(MAX_ADAPTIVE_SPIN_NS) / 4
+        } else {
+            est - est / 4
+        };
+        if new != est {
+            self.0.store(new, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Default for SpinEstimate {
+    fn default() -> SpinEstimate {
+        SpinEstimate::new()
+    }
+}
+
+impl fmt::Debug for SpinEstimate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SpinEstimate({} ns)", self.get())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The spin loop
+// ---------------------------------------------------------------------------------------------
+
+/// One waiter's spin loop: exponential backoff with jitter, charged against a [`SpinBudget`].
+///
+/// ```
+/// use scalelock::wait::{SpinBudget, Spinner};
+///
+/// let mut s = Spinner::new(SpinBudget::Nanos(2_000));
+/// let mut steps = 0;
+/// while s.spin() {
+///     steps += 1; // re-check the lock here
+/// }
+/// assert!(steps > 0 && s.spent_ns() >= 2_000);
+/// ```
+#[derive(Debug)]
+pub struct Spinner {
+    budget_ps: u64,
+    spent_ps: u64,
+    step: u32,
+    seed: u32,
+}
+
+impl Spinner {
+    /// A spinner with this budget.
+    #[inline]
+    pub fn new(budget: SpinBudget) -> Spinner {
+        let budget_ps = match budget {
+            SpinBudget::Nanos(ns) => ns as u64 * 1000,
+            SpinBudget::Unbounded => u64::MAX,
+        };
+        Spinner { budget_ps, spent_ps: 0, step: 0, seed: 0 }
+    }
+
+    /// Spins one backoff step and returns `true`, or returns `false` at once if the budget is
+    /// spent (the caller should then sleep).
+    #[inline]
+    pub fn spin(&mut self) -> bool {
+        if self.spent_ps >= self.budget_ps {
+            return false;
+        }
+        self.spin_step();
+        true
+    }
+
+    #[cfg(loom)]
+    fn spin_step(&mut self) {
+        // One yield stands for the whole budget: loom explores "spun and won" and "slept".
+        loom::hint::spin_loop();
+        self.spent_ps = self.budget_ps;
+    }
+
+    #[cfg(not(loom))]
+    fn spin_step(&mut self) {
+        let pause = pause_ps() as u64;
+        // Steps grow 1, 2, 4, .. pauses up to about 256 ns, so a waiter re-checks often enough to
+        // catch a quick release but does not hammer the lock's cache line.
+        let cap = (256_000 / pause).clamp(1, 128) as u32;
+        let max = (1u32 << self.step.min(7)).min(cap);
+        if self.seed == 0 {
+            self.seed = (self as *const Spinner as usize as u32) | 1;
+        }
+        // xorshift32 jitter: pause between max/2 and max, so waiters that started together
+        // drift apart instead of retrying in lockstep.
+        self.seed ^= self.seed << 13;
+        self.seed ^= self.seed >> 17;
+        self.seed ^= self.seed << 5;
+        let n = max / 2 + self.seed % (max / 2 + 1);
+        let n = n.max(1);
+        for _ in 0..n {
+            core::hint::spin_loop();
+        }
+        self.step += 1;
+        self.spent_ps = self.spent_ps.saturating_add(n as u64 * pause);
+    }
+
+    /// Nanoseconds spun so far (calibrated, not measured with a clock).
+    #[inline]
+    pub fn spent_ns(&self) -> u32 {
+        (self.spent_ps / 1000).min(u32::MAX as u64) as u32
+    }
+
+    /// Whether this spinner has spun at all.
+    #[inline]
+    pub fn has_spun(&self) -> bool {
+        self.step > 0 || self.spent_ps > 0
+    }
+}
