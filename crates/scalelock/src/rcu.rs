@@ -44,13 +44,30 @@
 //! [`Rcu::read`] (outermost, not nested) does: a thread-local lookup of the thread's collector
 //! handle, one `lock cmpxchg` on the thread's **own** epoch slot (crossbeam's full fence on x86),
 //! one `Acquire` load of the pointer (a plain `mov` on x86); dropping the guard is one `Release`
-//! store to the same private slot. No cache line that another reader writes is touched, so readers
-//! on different cores never slow each other down. Once every 128 outermost pins, the pin also helps
-//! the collector (reads every thread's epoch slot, may advance the global epoch and free expired
-//! garbage): that is the one place a reader touches shared lines, amortised. A nested read (inside
-//! another guard) skips the fence: a counter bump.
+//! store to the same private slot. Besides its own slot, a reader only *reads* shared lines (the
+//! global epoch and the cell's pointer), which change only when the epoch advances or a writer
+//! publishes. The one exception: once every 128 outermost pins, the pin helps the collector
+//! (reads every thread's epoch slot, may advance the global epoch with a compare-exchange and free
+//! expired garbage); that amortised step is where a reader writes a shared line. A nested read
+//! (inside another guard) skips the fence and the step: a counter bump.
 //!
-//! Measured with `cargo run --release -p scalelock --example rcu_read_cost`: (figures pending).
+//! Measured with `cargo run --release -p scalelock --example rcu_read_cost` (CPU time per read of
+//! a `[u64; 4]`, read + sum + drop, on the 2-vCPU AMD EPYC development VM shared with other jobs;
+//! three runs agreed within 0.5 ns):
+//!
+//! ```text
+//! CPU ns per read                      1 thread    2 threads (same cell)
+//! rcu read (outermost)                      6.9         10.6 - 11.1
+//! rcu read (nested, 16 per outer)           2.1          2.3 -  2.4
+//! scalelock Mutex lock                     10.4         47.1 - 50.6
+//! std RwLock read                          10.2         38.7 - 45.0
+//! ```
+//!
+//! An outermost read costs about 7 ns alone, a nested one 2 ns. With both cores reading, the RCU
+//! read rises to about 11 ns; we attribute the extra 4 ns to the amortised collector step (it pulls
+//! the other thread's epoch slot over and advances the global epoch that every pin reads), since a
+//! nested read, which skips both, does not rise. A lock's readers instead fight over the lock word
+//! on every read and pay 40-50 ns each.
 //!
 //! # What a writer costs, and the caveats
 //!
@@ -61,6 +78,24 @@
 //! long time holds back the reclamation of *every* version retired meanwhile, in every `Rcu`: keep
 //! read-side critical sections short and never block inside one. [`synchronize`] inside a
 //! read-side critical section would wait for itself; it panics instead.
+//!
+//! # Example
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use scalelock::rcu::{synchronize, Rcu};
+//!
+//! // A routing table: looked up on every packet, changed once in a while.
+//! let routes = Rcu::new(HashMap::from([("10.0.0.0/8", "eth0")]));
+//! assert_eq!(routes.read().get("10.0.0.0/8"), Some(&"eth0"));
+//! routes.update(|old| {
+//!     let mut new = old.clone();
+//!     new.insert("192.168.0.0/16", "eth1");
+//!     new
+//! });
+//! synchronize(); // the one-route table is now gone
+//! assert_eq!(routes.read().len(), 2);
+//! ```
 
 use core::fmt;
 use core::marker::PhantomData;
