@@ -5,8 +5,8 @@
 //! An [`Rcu<T>`] is one pointer to a heap-allocated *version* of `T`. A reader *pins* itself
 //! (enters a read-side critical section), loads the pointer and reads the version in place, with no
 //! lock and no reference count. A writer builds a whole new version, publishes it with one pointer
-//! store, and *retires* the old one: the old version is freed only after a *grace period*, once every
-//! reader that could have loaded the old pointer has unpinned. Writers are serialised among
+//! store, and *retires* the old one: the old version is freed only after a *grace period*, once
+//! every reader that could have loaded the old pointer has unpinned. Writers are serialised among
 //! themselves by a scalelock [`Mutex`]; readers never wait for writers and writers never wait for
 //! readers (only [`synchronize`] does).
 //!
@@ -22,18 +22,19 @@
 //!
 //! # Why crossbeam-epoch
 //!
-//! Reclamation is delegated to [`crossbeam_epoch`] (the collector behind crossbeam's deques and
-//! channels, widely used and long maintained); this file contains no epoch or hazard-pointer
-//! code of its own. It was chosen over `arc-swap` for two reasons:
+//! Reclamation is delegated to [`crossbeam_epoch`] (the collector behind crossbeam-deque, and so
+//! rayon's work stealing, and crossbeam-skiplist: widely used and long maintained); this file
+//! contains no epoch or hazard-pointer code of its own. It was chosen over `arc-swap` for two reasons:
 //!
 //! - **Grace periods are explicit.** Epochs *are* grace periods, so [`synchronize`] ("wait until
 //!   every reader that started before now has finished") is a deferred marker plus a wait. arc-swap
 //!   tracks readers per pointer (debts), not per time, so it can only say "nobody holds *this*
 //!   version any more", and has no way to wait for the readers of an unknown set of versions.
-//! - **Readers stay private.** An arc-swap load writes a per-thread debt slot, like a pin, but falls
-//!   back to the version's shared reference count when a thread holds more than a handful of guards,
-//!   and writers must visit every thread's slots. An epoch pin writes only the thread's own epoch
-//!   slot, whatever the nesting depth (nested pins only bump a thread-local counter).
+//! - **Readers stay private.** An arc-swap load writes a per-thread debt slot, like a pin, but
+//!   falls back to the version's shared reference count when a thread holds more than a handful of
+//!   guards, and writers must visit every thread's slots. An epoch pin writes only the thread's
+//!   own epoch slot (but see the amortised collector step below), whatever the nesting depth
+//!   (nested pins only bump a thread-local counter).
 //!
 //! scalelock keeps its **own collector**, not crossbeam's process-wide default one, so that
 //! [`synchronize`] waits only for scalelock RCU readers, never for an unrelated crossbeam user that
@@ -287,7 +288,11 @@ impl<T: Send + 'static> Rcu<T> {
     /// ```
     /// let cell = scalelock::rcu::Rcu::new(vec![1, 2, 3]);
     /// let removed = cell.try_update(|v| {
-    ///     if v.contains(&9) { Ok(v.iter().copied().filter(|&x| x != 9).collect()) } else { Err("absent") }
+    ///     if v.contains(&9) {
+    ///         Ok(v.iter().copied().filter(|&x| x != 9).collect())
+    ///     } else {
+    ///         Err("absent")
+    ///     }
     /// });
     /// assert_eq!(removed, Err("absent"));
     /// assert_eq!(*cell.read(), vec![1, 2, 3]);
