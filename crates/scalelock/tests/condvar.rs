@@ -1,4 +1,5 @@
 //! The promises of `scalelock::Condvar`, one test each.
+#![cfg(not(loom))]
 
 mod common;
 

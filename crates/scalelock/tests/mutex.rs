@@ -1,4 +1,5 @@
 //! The promises of `scalelock::Mutex` and `RawMutex`, one test each.
+#![cfg(not(loom))]
 
 mod common;
 

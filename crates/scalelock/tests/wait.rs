@@ -1,4 +1,5 @@
 //! The promises of the wait layer: policy, calibration, spinning, learning, deadlines, futex.
+#![cfg(not(loom))]
 
 use scalelock::wait::{
     futex, pause_ps, set_spin_policy, spin_policy, Clock, Deadline, SpinBudget, SpinEstimate,
