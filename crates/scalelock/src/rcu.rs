@@ -24,7 +24,8 @@
 //!
 //! Reclamation is delegated to [`crossbeam_epoch`] (the collector behind crossbeam-deque, and so
 //! rayon's work stealing, and crossbeam-skiplist: widely used and long maintained); this file
-//! contains no epoch or hazard-pointer code of its own. It was chosen over `arc-swap` for two reasons:
+//! contains no epoch or hazard-pointer code of its own. It was chosen over `arc-swap` for two
+//! reasons:
 //!
 //! - **Grace periods are explicit.** Epochs *are* grace periods, so [`synchronize`] ("wait until
 //!   every reader that started before now has finished") is a deferred marker plus a wait. arc-swap

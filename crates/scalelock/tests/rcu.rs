@@ -1,5 +1,6 @@
 //! `scalelock::rcu`: one test per promise. Every test stops by itself within seconds and fails
 //! with a message rather than hanging.
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;

@@ -1,6 +1,7 @@
 //! `synchronize` frees what was retired before it. Alone in its own test binary (process) on
 //! purpose: no other thread may be pinning and collecting meanwhile, so the only thing that can
 //! free the retired versions here is `synchronize` itself.
+#![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
