@@ -227,6 +227,7 @@ impl RcuMap {
         let mut removed = None;
         // Declining (`Err`) publishes nothing: an absent name costs no copy.
         let _ = shard.try_update(|t| {
+            RcuMap::get(t, h, path).ok_or(())?;
             let mut t = t.clone();
             let entry = t.find_entry(remix(h), |e| &*e.0 == path).map_err(|_| ())?;
             removed = Some(entry.remove().0 .1);
