@@ -1,0 +1,473 @@
+//! The stdout table, `--json` and `--csv`.
+
+use super::locks;
+use super::machine::Machine;
+use super::stats::{duration_ns, ratio_to_best, si, within, Record};
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// Everything one `scalelock bench` run produced.
+#[derive(Serialize)]
+pub struct Run {
+    /// The machine.
+    pub machine: Machine,
+    /// One record per measured point.
+    pub results: Vec<Record>,
+    /// How the run was configured.
+    pub config: Config,
+    /// What each workload does (report only).
+    #[serde(skip)]
+    pub workloads: Vec<WorkloadInfo>,
+}
+
+/// How a run was configured (an extra JSON field).
+#[derive(Clone, Debug, Serialize)]
+pub struct Config {
+    /// Measured time per point.
+    pub duration_ms: u64,
+    /// Warm-up per point.
+    pub warmup_ms: u64,
+    /// Thread sweep.
+    pub threads: Vec<usize>,
+    /// `--quick`.
+    pub quick: bool,
+    /// Process-wide spin policy outside `adaptive-grid`.
+    pub spin_policy: String,
+}
+
+/// A workload's description for the report and table.
+#[derive(Clone, Debug)]
+pub struct WorkloadInfo {
+    /// Name.
+    pub name: String,
+    /// What it does, which seed.
+    pub about: String,
+    /// The series compared against the best other.
+    pub ours: String,
+}
+
+/// Records of one (workload, case): one table block, one row of plots.
+pub struct Group<'a> {
+    /// Workload name.
+    pub workload: &'a str,
+    /// Case, if the workload has several.
+    pub case: Option<&'a str>,
+    /// The records, in run order.
+    pub records: Vec<&'a Record>,
+}
+
+impl<'a> Group<'a> {
+    /// Distinct thread counts, ascending.
+    pub fn threads(&self) -> Vec<usize> {
+        let mut t: Vec<usize> = self.records.iter().map(|r| r.threads).collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// Distinct series, in first-appearance order.
+    pub fn series(&self) -> Vec<&'a str> {
+        let mut s: Vec<&'a str> = Vec::new();
+        for r in &self.records {
+            if !s.contains(&r.series.as_str()) {
+                s.push(&r.series);
+            }
+        }
+        s
+    }
+
+    /// The record of `series` at `threads`.
+    pub fn get(&self, series: &str, threads: usize) -> Option<&'a Record> {
+        self.records
+            .iter()
+            .copied()
+            .find(|r| r.series == series && r.threads == threads)
+    }
+
+    /// Throughput of `ours` over the best other series at `threads` (the bare test-and-set
+    /// floor is a reference, not an alternative, and is left out).
+    pub fn ratio(&self, ours: &str, threads: usize) -> Option<f64> {
+        ratio_to_best(
+            self.get(ours, threads).map(|r| r.ops_per_sec),
+            self.records
+                .iter()
+                .filter(|r| r.threads == threads && r.series != ours && r.lock != locks::FLOOR)
+                .map(|r| r.ops_per_sec),
+        )
+    }
+}
+
+/// Groups records by (workload, case), keeping run order.
+pub fn groups(records: &[Record]) -> Vec<Group<'_>> {
+    let mut out: Vec<Group<'_>> = Vec::new();
+    for r in records {
+        let key = (r.workload.as_str(), r.case.as_deref());
+        match out.iter_mut().find(|g| (g.workload, g.case) == key) {
+            Some(g) => g.records.push(r),
+            None => out.push(Group {
+                workload: key.0,
+                case: key.1,
+                records: vec![r],
+            }),
+        }
+    }
+    out
+}
+
+/// Fills each record's `ratio_to_best_other` param for the workload's own series.
+pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
+    let mut ratios = Vec::new();
+    for g in groups(records) {
+        let Some(info) = workloads.iter().find(|w| w.name == g.workload) else {
+            continue;
+        };
+        for t in g.threads() {
+            if let Some(ratio) = g.ratio(&info.ours, t) {
+                ratios.push((g.workload.to_string(), g.case.map(str::to_string), t, ratio));
+            }
+        }
+    }
+    for (w, c, t, ratio) in ratios {
+        let ours = &workloads
+            .iter()
+            .find(|i| i.name == w)
+            .expect("found above")
+            .ours;
+        if let Some(r) = records
+            .iter_mut()
+            .find(|r| r.workload == w && r.case == c && r.threads == t && &r.series == ours)
+        {
+            r.params
+                .insert("ratio_to_best_other".into(), serde_json::json!(ratio));
+        }
+    }
+}
+
+/// The compact table printed at the end of a run.
+pub fn table(run: &Run) -> String {
+    let mut out = String::new();
+    let mut last_workload = "";
+    for g in groups(&run.results) {
+        let info = run.workloads.iter().find(|w| w.name == g.workload);
+        let ours = info.map_or("scalelock", |i| i.ours.as_str());
+        if g.workload != last_workload {
+            if !last_workload.is_empty() {
+                summary(&mut out, &run.results, last_workload, run);
+            }
+            last_workload = g.workload;
+        }
+        let title = match g.case {
+            Some(c) => format!("{} / {c}", g.workload),
+            None => g.workload.to_string(),
+        };
+        let threads = g.threads();
+        let series = g.series();
+        let width = series
+            .iter()
+            .map(|s| s.len())
+            .max()
+            .unwrap_or(0)
+            .max(ours.len() + 14);
+        if threads.len() == 1 {
+            let t = threads[0];
+            let _ = writeln!(
+                out,
+                "\n{title}  ({t} thread{})",
+                if t == 1 { "" } else { "s" }
+            );
+            let _ = writeln!(
+                out,
+                "  {:<width$} {:>10} {:>9} {:>12}",
+                "", "ns/op", "ops/s", "cpu ns/op"
+            );
+            for s in &series {
+                if let Some(r) = g.get(s, t) {
+                    let _ = writeln!(
+                        out,
+                        "  {s:<width$} {:>10} {:>9} {:>12}",
+                        r.ns_per_op.map_or("-".into(), |v| format!("{v:.2}")),
+                        si(r.ops_per_sec),
+                        r.cpu_ns_per_op.map_or("-".into(), |v| format!("{v:.2}")),
+                    );
+                }
+            }
+            let ratio = g.ratio(ours, t).map_or("-".into(), |r| format!("{r:.2}"));
+            let _ = writeln!(
+                out,
+                "  {:<width$} {ratio:>10}",
+                format!("{ours} ÷ best other")
+            );
+        } else {
+            let _ = writeln!(out, "\n{title}  (ops/s, all threads)");
+            let _ = write!(out, "  {:<width$}", "threads");
+            for t in &threads {
+                let _ = write!(out, " {t:>7}");
+            }
+            out.push('\n');
+            for s in &series {
+                let _ = write!(out, "  {s:<width$}");
+                for &t in &threads {
+                    let cell = g.get(s, t).map_or("-".into(), |r| si(r.ops_per_sec));
+                    let _ = write!(out, " {cell:>7}");
+                }
+                out.push('\n');
+            }
+            let _ = write!(out, "  {:<width$}", format!("{ours} ÷ best other"));
+            for &t in &threads {
+                let cell = g.ratio(ours, t).map_or("-".into(), |r| format!("{r:.2}"));
+                let _ = write!(out, " {cell:>7}");
+            }
+            out.push('\n');
+        }
+    }
+    if !last_workload.is_empty() {
+        summary(&mut out, &run.results, last_workload, run);
+    }
+    out
+}
+
+/// One line per workload: at how many points `ours` is within 5% of the best other.
+fn summary(out: &mut String, records: &[Record], workload: &str, run: &Run) {
+    let Some(info) = run.workloads.iter().find(|w| w.name == workload) else {
+        return;
+    };
+    let (mut n, mut ok) = (0, 0);
+    for g in groups(records).iter().filter(|g| g.workload == workload) {
+        for t in g.threads() {
+            if let Some(r) = g.ratio(&info.ours, t) {
+                n += 1;
+                ok += usize::from(within(r, 0.05));
+            }
+        }
+    }
+    if n > 0 {
+        let _ = writeln!(
+            out,
+            "  => {}: within 5% of the best other (ratio ≥ 0.95) at {ok} of {n} points",
+            info.ours
+        );
+    }
+}
+
+/// Writes the `--json` file.
+pub fn write_json(run: &Run, path: &Path) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(run).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The CSV header.
+pub const CSV_HEADER: &str = "workload,case,lock,series,threads,ops_per_sec,cpu_ns_per_op,\
+p50_ns,p99_ns,max_ns,min_thread_ops,max_thread_ops,total_ops,elapsed_s,latency_samples";
+
+/// One CSV field, quoted when needed.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The `--csv` text: one line per record.
+pub fn csv(run: &Run) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for r in &run.results {
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{:.4},{}",
+            csv_field(&r.workload),
+            csv_field(r.case.as_deref().unwrap_or("")),
+            csv_field(&r.lock),
+            csv_field(&r.series),
+            r.threads,
+            r.ops_per_sec,
+            r.cpu_ns_per_op.map_or(String::new(), |v| format!("{v:.2}")),
+            r.latency_ns.p50,
+            r.latency_ns.p99,
+            r.latency_ns.max,
+            r.fairness.min_thread_ops,
+            r.fairness.max_thread_ops,
+            r.total_ops,
+            r.elapsed_s,
+            r.latency_samples,
+        );
+    }
+    out
+}
+
+/// Writes the `--csv` file.
+pub fn write_csv(run: &Run, path: &Path) -> Result<(), String> {
+    std::fs::write(path, csv(run)).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// A human line for one finished point (progress messages).
+pub fn point_line(r: &Record) -> String {
+    format!(
+        "{} {}{} {}t: {} ops/s, p99 {}",
+        r.workload,
+        r.case
+            .as_deref()
+            .map_or(String::new(), |c| format!("[{c}] ")),
+        r.series,
+        r.threads,
+        si(r.ops_per_sec),
+        duration_ns(r.latency_ns.p99 as f64)
+    )
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::bench::stats::{Fairness, Latency};
+    use std::collections::BTreeMap;
+
+    pub fn record(
+        workload: &str,
+        case: Option<&str>,
+        series: &str,
+        threads: usize,
+        ops: f64,
+    ) -> Record {
+        Record {
+            workload: workload.into(),
+            lock: series.into(),
+            threads,
+            ops_per_sec: ops,
+            cpu_ns_per_op: Some(10.0),
+            latency_ns: Latency {
+                p50: 10,
+                p99: 100,
+                max: 1000,
+            },
+            fairness: Fairness {
+                min_thread_ops: 1,
+                max_thread_ops: 2,
+            },
+            case: case.map(str::to_string),
+            series: series.into(),
+            ns_per_op: Some(threads as f64 * 1e9 / ops),
+            total_ops: ops as u64,
+            elapsed_s: 1.0,
+            latency_samples: 5,
+            params: BTreeMap::new(),
+        }
+    }
+
+    pub fn run(results: Vec<Record>) -> Run {
+        Run {
+            machine: crate::bench::machine::detect(),
+            results,
+            config: Config {
+                duration_ms: 1,
+                warmup_ms: 1,
+                threads: vec![1, 2],
+                quick: true,
+                spin_policy: "auto".into(),
+            },
+            workloads: vec![WorkloadInfo {
+                name: "w".into(),
+                about: "about w".into(),
+                ours: "scalelock".into(),
+            }],
+        }
+    }
+
+    fn sample() -> Vec<Record> {
+        vec![
+            record("w", None, "scalelock", 1, 100.0),
+            record("w", None, "std", 1, 50.0),
+            record("w", None, "scalelock", 2, 90.0),
+            record("w", None, "std", 2, 100.0),
+            record("w", None, "spin", 2, 120.0),
+        ]
+    }
+
+    #[test]
+    fn groups_keep_run_order_and_split_cases() {
+        let mut rs = sample();
+        rs.push(record("w", Some("c"), "std", 1, 1.0));
+        let g = groups(&rs);
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].series(), vec!["scalelock", "std", "spin"]);
+        assert_eq!(g[0].threads(), vec![1, 2]);
+        assert_eq!(g[1].case, Some("c"));
+    }
+
+    #[test]
+    fn ratio_per_thread_count_is_against_the_best_other() {
+        let rs = sample();
+        let g = &groups(&rs)[0];
+        assert_eq!(g.ratio("scalelock", 1), Some(2.0));
+        assert_eq!(g.ratio("scalelock", 2), Some(0.75));
+        assert_eq!(g.ratio("missing", 2), None);
+    }
+
+    #[test]
+    fn table_shows_ratios_and_the_five_percent_summary() {
+        let r = run(sample());
+        let t = table(&r);
+        assert!(t.contains("scalelock ÷ best other"), "{t}");
+        assert!(t.contains("2.00") && t.contains("0.75"), "{t}");
+        assert!(t.contains("at 1 of 2 points"), "{t}");
+        assert!(t.contains("120"), "{t}");
+    }
+
+    #[test]
+    fn ratios_are_annotated_on_our_records_only() {
+        let mut r = run(sample());
+        let infos = r.workloads.clone();
+        annotate_ratios(&mut r.results, &infos);
+        let annotated: Vec<_> = r
+            .results
+            .iter()
+            .filter_map(|x| {
+                x.params
+                    .get("ratio_to_best_other")
+                    .map(|v| (x.series.clone(), v.as_f64()))
+            })
+            .collect();
+        assert_eq!(
+            annotated,
+            vec![
+                ("scalelock".to_string(), Some(2.0)),
+                ("scalelock".to_string(), Some(0.75))
+            ]
+        );
+    }
+
+    #[test]
+    fn csv_has_a_header_and_one_line_per_record_with_quoting() {
+        let mut rs = sample();
+        rs.push(record("w", Some("a, \"b\""), "std", 1, 1.0));
+        let text = csv(&run(rs));
+        let lines: Vec<_> = text.lines().collect();
+        assert_eq!(lines[0], CSV_HEADER);
+        assert_eq!(lines.len(), 7);
+        assert!(
+            lines[6].starts_with("w,\"a, \"\"b\"\"\",std,std,1,"),
+            "{}",
+            lines[6]
+        );
+    }
+
+    #[test]
+    fn json_has_the_design_fields() {
+        let v = serde_json::to_value(run(sample())).unwrap();
+        let r = &v["results"][0];
+        for k in [
+            "workload",
+            "lock",
+            "threads",
+            "ops_per_sec",
+            "cpu_ns_per_op",
+        ] {
+            assert!(!r[k].is_null(), "{k}");
+        }
+        assert!(r["latency_ns"]["p99"].is_u64());
+        assert!(r["fairness"]["min_thread_ops"].is_u64());
+        assert!(v["machine"]["cpus"].is_u64());
+        assert!(v["machine"]["model"].is_string());
+    }
+}
