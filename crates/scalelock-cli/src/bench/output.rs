@@ -186,9 +186,9 @@ pub fn table(run: &Run) -> String {
                     let _ = writeln!(
                         out,
                         "  {s:<width$} {:>10} {:>9} {:>12}",
-                        r.ns_per_op.map_or("-".into(), |v| format!("{v:.2}")),
+                        format!("{:.2}", r.ns_per_op),
                         si(r.ops_per_sec),
-                        r.cpu_ns_per_op.map_or("-".into(), |v| format!("{v:.2}")),
+                        format!("{:.2}", r.cpu_ns_per_op),
                     );
                 }
             }
@@ -283,7 +283,7 @@ pub fn csv(run: &Run) -> String {
             csv_field(&r.series),
             r.threads,
             r.ops_per_sec,
-            r.cpu_ns_per_op.map_or(String::new(), |v| format!("{v:.2}")),
+            format!("{:.2}", r.cpu_ns_per_op),
             r.latency_ns.p50,
             r.latency_ns.p99,
             r.latency_ns.max,
@@ -335,7 +335,7 @@ pub(crate) mod tests {
             lock: series.into(),
             threads,
             ops_per_sec: ops,
-            cpu_ns_per_op: Some(10.0),
+            cpu_ns_per_op: 10.0,
             latency_ns: Latency {
                 p50: 10,
                 p99: 100,
@@ -347,7 +347,7 @@ pub(crate) mod tests {
             },
             case: case.map(str::to_string),
             series: series.into(),
-            ns_per_op: Some(threads as f64 * 1e9 / ops),
+            ns_per_op: threads as f64 * 1e9 / ops,
             total_ops: ops as u64,
             elapsed_s: 1.0,
             latency_samples: 5,

@@ -186,7 +186,7 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
             (
                 "CPU time per operation (lower is better)",
                 "ns / op",
-                |r| r.cpu_ns_per_op,
+                |r| (r.total_ops > 0).then_some(r.cpu_ns_per_op),
                 duration_ns,
             ),
             (
@@ -234,7 +234,7 @@ fn numbers_table(h: &mut String, g: &Group<'_>, series: &[&str], threads: &[usiz
                         h,
                         "<td>{} <small>({}, {})</small></td>",
                         si(r.ops_per_sec),
-                        r.cpu_ns_per_op.map_or("-".into(), duration_ns),
+                        duration_ns(r.cpu_ns_per_op),
                         duration_ns(r.latency_ns.p99 as f64)
                     );
                 }
@@ -396,7 +396,11 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
     let t = g.threads()[0];
     let bars: Vec<(&str, f64)> = series
         .iter()
-        .filter_map(|s| g.get(s, t).and_then(|r| r.ns_per_op).map(|v| (*s, v)))
+        .filter_map(|s| {
+            g.get(s, t)
+                .filter(|r| r.total_ops > 0)
+                .map(|r| (*s, r.ns_per_op))
+        })
         .collect();
     let n = bars.len().max(1);
     let hi = bars.iter().map(|b| b.1).fold(0f64, f64::max).max(1e-3);

@@ -41,8 +41,10 @@ pub struct Record {
     pub threads: usize,
     /// Operations per second, all threads together.
     pub ops_per_sec: f64,
-    /// Process CPU time (user + system) per operation, ns; `null` when no operation completed.
-    pub cpu_ns_per_op: Option<f64>,
+    /// Process CPU time (user + system) per operation, ns. When no operation completed in the
+    /// window (a spinlock collapsing under oversubscription), the whole window's CPU time: a
+    /// lower bound.
+    pub cpu_ns_per_op: f64,
     /// Sampled acquisition latency.
     pub latency_ns: Latency,
     /// Per-thread operation counts.
@@ -53,8 +55,9 @@ pub struct Record {
     /// The line this point belongs to in tables and plots (usually the lock name; the spin
     /// policy in `adaptive-grid`).
     pub series: String,
-    /// Wall-clock nanoseconds per operation on one thread (`threads / ops_per_sec`).
-    pub ns_per_op: Option<f64>,
+    /// Wall-clock nanoseconds per operation on one thread (`threads / ops_per_sec`); like
+    /// `cpu_ns_per_op`, a lower bound when no operation completed.
+    pub ns_per_op: f64,
     /// Operations completed in the measured window.
     pub total_ops: u64,
     /// Length of the measured window, seconds.
@@ -71,10 +74,10 @@ pub struct Record {
 pub struct Summary {
     /// Operations per second, all threads.
     pub ops_per_sec: f64,
-    /// CPU ns per operation.
-    pub cpu_ns_per_op: Option<f64>,
-    /// Wall ns per operation per thread.
-    pub ns_per_op: Option<f64>,
+    /// CPU ns per operation (the window's CPU time if no operation completed: a lower bound).
+    pub cpu_ns_per_op: f64,
+    /// Wall ns per operation per thread (same lower bound).
+    pub ns_per_op: f64,
     /// Latency percentiles.
     pub latency: Latency,
     /// Fairness.
@@ -90,7 +93,7 @@ pub fn summarize(m: &Measurement) -> Summary {
     let total: u64 = m.thread_ops.iter().sum();
     let secs = m.elapsed.as_secs_f64();
     let ops_per_sec = if secs > 0.0 { total as f64 / secs } else { 0.0 };
-    let per_op = |ns: f64| (total > 0).then(|| ns / total as f64);
+    let per_op = |ns: f64| ns / total.max(1) as f64;
     Summary {
         ops_per_sec,
         cpu_ns_per_op: per_op(m.cpu.as_nanos() as f64),
@@ -222,16 +225,17 @@ mod tests {
         let s = summarize(&measurement(vec![300, 700], 500, 1000, &[]));
         assert_eq!(s.total_ops, 1000);
         assert!((s.ops_per_sec - 2000.0).abs() < 1e-6);
-        assert!((s.cpu_ns_per_op.unwrap() - 1_000_000.0).abs() < 1e-6);
+        assert!((s.cpu_ns_per_op - 1_000_000.0).abs() < 1e-6);
         // Two threads, 0.5 s, 1000 ops: each op took 1 ms of a thread's time.
-        assert!((s.ns_per_op.unwrap() - 1_000_000.0).abs() < 1e-6);
+        assert!((s.ns_per_op - 1_000_000.0).abs() < 1e-6);
     }
 
     #[test]
-    fn no_operations_give_no_cost_per_op() {
-        let s = summarize(&measurement(vec![0, 0], 100, 100, &[]));
+    fn no_operations_report_the_window_as_a_lower_bound() {
+        let s = summarize(&measurement(vec![0, 0], 100, 150, &[]));
         assert_eq!(s.ops_per_sec, 0.0);
-        assert_eq!(s.cpu_ns_per_op, None);
+        assert_eq!(s.cpu_ns_per_op, 150e6);
+        assert_eq!(s.ns_per_op, 200e6);
     }
 
     #[test]
