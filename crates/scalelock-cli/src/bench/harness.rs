@@ -142,6 +142,18 @@ pub fn sample_every_for(op_ns: u64) -> u32 {
         .min(1 << 16) as u32
 }
 
+/// What timing an empty interval costs: the smallest of many back-to-back clock reads, in ns.
+/// Every latency sample includes about this much.
+pub fn clock_overhead_ns() -> u64 {
+    (0..1000)
+        .map(|_| {
+            let t0 = Instant::now();
+            t0.elapsed().as_nanos() as u64
+        })
+        .min()
+        .unwrap_or(0)
+}
+
 /// User + system CPU time of the whole process.
 fn process_cpu() -> Duration {
     // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_SELF is always valid.
@@ -213,6 +225,12 @@ where
         };
         barrier.wait();
         std::thread::sleep(trial.warmup);
+        // On a loaded machine a thread may not have run at all yet: give stragglers up to one
+        // more warm-up to complete an operation (a collapsing spinlock may never let them).
+        let deadline = Instant::now() + trial.warmup;
+        while counters.iter().any(|c| c.load(Ordering::Relaxed) == 0) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
         phase.store(MEASURE, Ordering::Relaxed);
         let (t0, cpu0, ops0) = (Instant::now(), process_cpu(), snapshot());
         std::thread::sleep(trial.duration);
@@ -289,5 +307,10 @@ mod tests {
         assert_eq!(sample_every_for(4000), 1);
         assert_eq!(sample_every_for(100_000), 1);
         assert_eq!(sample_every_for(0), 1 << 12);
+    }
+
+    #[test]
+    fn clock_overhead_is_small() {
+        assert!(clock_overhead_ns() < 10_000);
     }
 }

@@ -174,6 +174,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     );
 
     let spin_policy = scalelock::wait::spin_policy().to_string();
+    let clock_overhead_ns = harness::clock_overhead_ns();
     let mut records: Vec<Record> = Vec::with_capacity(plan.len());
     let mut failures = Vec::new();
     for (workload, p) in plan {
@@ -250,6 +251,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             threads,
             quick: opts.quick,
             spin_policy,
+            clock_overhead_ns,
         },
         workloads: infos,
     };

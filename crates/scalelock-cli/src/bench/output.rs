@@ -34,6 +34,8 @@ pub struct Config {
     pub quick: bool,
     /// Process-wide spin policy outside `adaptive-grid`.
     pub spin_policy: String,
+    /// Cost of reading the clock twice, included in every latency sample (ns).
+    pub clock_overhead_ns: u64,
 }
 
 /// A workload's description for the report and table.
@@ -365,6 +367,7 @@ pub(crate) mod tests {
                 threads: vec![1, 2],
                 quick: true,
                 spin_policy: "auto".into(),
+                clock_overhead_ns: 20,
             },
             workloads: vec![WorkloadInfo {
                 name: "w".into(),

@@ -33,7 +33,7 @@ const PALETTE: [RGBColor; 10] = [
 /// Our own series is always drawn in this red, thicker.
 const OURS: RGBColor = RGBColor(200, 0, 30);
 
-const PLOT_W: u32 = 440;
+const PLOT_W: u32 = 430;
 const PLOT_H: u32 = 300;
 
 /// Writes `dir/index.html`; returns its path.
@@ -93,7 +93,7 @@ td.good {{ color: #070; }} td.bad {{ color: #a00; }}
 <p>Each point ran for {dur} ms after {warm} ms of warm-up, threads started on a barrier.
 Throughput counts operations of all threads together; CPU per operation is the process's user +
 system time over the measured window divided by the operations; latency is the time to acquire
-the lock, sampled. Ratios compare against the other locks of this same run: absolute numbers
+the lock, sampled (each sample includes about {clock} ns of reading the clock). Ratios compare against the other locks of this same run: absolute numbers
 from a shared or noisy machine are not comparable across runs.</p>
 <table class="machine">
 <tr><td>CPUs</td><td>{cpus} online, {usable} usable by this process</td></tr>
@@ -118,6 +118,7 @@ from a shared or noisy machine are not comparable across runs.</p>
             .join(", "),
         quick = if run.config.quick { " (--quick)" } else { "" },
         policy = esc(&run.config.spin_policy),
+        clock = run.config.clock_overhead_ns,
     );
 
     let all = groups(&run.results);
@@ -303,11 +304,11 @@ fn line_plot(
             .with_key_points(threads.iter().map(|&t| t as f64).collect());
         let mut builder = ChartBuilder::on(&root);
         builder
-            .caption(title, ("sans-serif", 15))
+            .caption(title, ("sans-serif", 17))
             .margin(8)
             .margin_right(18)
-            .x_label_area_size(38)
-            .y_label_area_size(62);
+            .x_label_area_size(42)
+            .y_label_area_size(70);
         if values.is_empty() {
             let mut chart = builder
                 .build_cartesian_2d(x_range, 0f64..1f64)
@@ -357,9 +358,9 @@ fn draw_lines<'a, 'b>(
                     .y_desc(unit)
                     .x_label_formatter(&|x| format!("{x:.0}"))
                     .y_label_formatter(&yfmt)
-                    .label_style(("sans-serif", 12))
-                    .axis_desc_style(("sans-serif", 13))
-                    .light_line_style(RGBColor(235, 235, 235))
+                    .label_style(("sans-serif", 14))
+                    .axis_desc_style(("sans-serif", 14))
+                    .light_line_style(RGBColor(246, 246, 246))
                     .bold_line_style(RGBColor(215, 215, 215))
                     .draw()
                     .map_err(plot_err)?;
@@ -380,7 +381,8 @@ fn draw_lines<'a, 'b>(
             }};
         }
         if hi / lo > 30.0 {
-            let y = (lo / 1.6..hi * 1.6).log_scale();
+            // Whole decades, so both ends carry a labelled tick.
+            let y = (10f64.powf(lo.log10().floor())..10f64.powf(hi.log10().ceil())).log_scale();
             draw!(builder.build_cartesian_2d(x_range, y).map_err(plot_err)?);
         } else {
             draw!(builder
@@ -413,12 +415,12 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
         let mut chart = ChartBuilder::on(&root)
             .caption(
                 "Lock + unlock, one thread: ns per pair (lower is better)",
-                ("sans-serif", 15),
+                ("sans-serif", 17),
             )
             .margin(8)
             .margin_right(24)
             .x_label_area_size(38)
-            .y_label_area_size(130)
+            .y_label_area_size(140)
             .build_cartesian_2d(0f64..hi * 1.3, (0..n as i32).into_segmented())
             .map_err(plot_err)?;
         // Segment i holds the i-th bar from the bottom; the first series is drawn at the top.
@@ -432,9 +434,9 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
             .x_desc("ns per lock + unlock")
             .y_label_formatter(&name_at)
             .x_label_formatter(&|x| format!("{x:.0}"))
-            .label_style(("sans-serif", 13))
-            .axis_desc_style(("sans-serif", 13))
-            .light_line_style(RGBColor(235, 235, 235))
+            .label_style(("sans-serif", 14))
+            .axis_desc_style(("sans-serif", 14))
+            .light_line_style(RGBColor(246, 246, 246))
             .bold_line_style(RGBColor(215, 215, 215))
             .draw()
             .map_err(plot_err)?;
@@ -454,7 +456,7 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
                 .draw_series(std::iter::once(Text::new(
                     format!(" {}", duration_ns(*v)),
                     (*v, SegmentValue::CenterOf(y)),
-                    TextStyle::from(("sans-serif", 13)).pos(Pos::new(HPos::Left, VPos::Center)),
+                    TextStyle::from(("sans-serif", 14)).pos(Pos::new(HPos::Left, VPos::Center)),
                 )))
                 .map_err(plot_err)?;
         }

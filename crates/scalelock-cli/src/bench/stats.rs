@@ -157,20 +157,24 @@ pub fn si(x: f64) -> String {
     }
 }
 
-/// Formats nanoseconds with a readable unit: `850 ns`, `12.5 µs`, `3.20 ms`, `1.50 s`.
+/// Formats nanoseconds with a readable unit and three significant digits: `850 ns`, `12.5 µs`,
+/// `3.20 ms`, `1.50 s`.
 pub fn duration_ns(ns: f64) -> String {
-    if ns >= 1e9 {
-        format!("{:.2} s", ns / 1e9)
+    let (v, unit) = if ns >= 1e9 {
+        (ns / 1e9, "s")
     } else if ns >= 1e6 {
-        format!("{:.2} ms", ns / 1e6)
-    } else if ns >= 1e4 {
-        format!("{:.1} µs", ns / 1e3)
+        (ns / 1e6, "ms")
     } else if ns >= 1e3 {
-        format!("{:.2} µs", ns / 1e3)
-    } else if ns >= 10.0 {
-        format!("{ns:.0} ns")
+        (ns / 1e3, "µs")
     } else {
-        format!("{ns:.1} ns")
+        (ns, "ns")
+    };
+    if v == 0.0 || v >= 100.0 {
+        format!("{v:.0} {unit}")
+    } else if v >= 10.0 {
+        format!("{v:.1} {unit}")
+    } else {
+        format!("{v:.2} {unit}")
     }
 }
 
@@ -274,6 +278,8 @@ mod tests {
         assert_eq!(duration_ns(850.0), "850 ns");
         assert_eq!(duration_ns(12_500.0), "12.5 µs");
         assert_eq!(duration_ns(3_200_000.0), "3.20 ms");
-        assert_eq!(duration_ns(4.3), "4.3 ns");
+        assert_eq!(duration_ns(4.3), "4.30 ns");
+        assert_eq!(duration_ns(0.0), "0 ns");
+        assert_eq!(duration_ns(100e6), "100 ms");
     }
 }
