@@ -168,9 +168,11 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     );
     let bar = ProgressBar::with_draw_target(Some(plan.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:32}] {pos}/{len} (eta {eta}) {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {pos}/{len} eta {eta:>3} {wide_msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
 
     let spin_policy = scalelock::wait::spin_policy().to_string();

@@ -229,25 +229,49 @@ pub fn table(run: &Run) -> String {
     out
 }
 
+/// How a workload's own series fared against the best other, over all its cases and thread
+/// counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    /// Points where both ours and another series were measured.
+    pub points: usize,
+    /// Points where ours is within 5% of the best other (ratio ≥ 0.95).
+    pub within_5pct: usize,
+    /// The worst ratio.
+    pub worst: f64,
+    /// Geometric mean of the ratios.
+    pub geomean: f64,
+}
+
+/// The [`Verdict`] of `workload` (`None` when no point has both ours and another series).
+pub fn verdict(records: &[Record], workload: &str, ours: &str) -> Option<Verdict> {
+    let ratios: Vec<f64> = groups(records)
+        .iter()
+        .filter(|g| g.workload == workload)
+        .flat_map(|g| g.threads().into_iter().filter_map(|t| g.ratio(ours, t)))
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    Some(Verdict {
+        points: ratios.len(),
+        within_5pct: ratios.iter().filter(|&&r| within(r, 0.05)).count(),
+        worst: ratios.iter().copied().fold(f64::INFINITY, f64::min),
+        geomean: (ratios.iter().map(|r| r.max(1e-12).ln()).sum::<f64>() / ratios.len() as f64)
+            .exp(),
+    })
+}
+
 /// One line per workload: at how many points `ours` is within 5% of the best other.
 fn summary(out: &mut String, records: &[Record], workload: &str, run: &Run) {
     let Some(info) = run.workloads.iter().find(|w| w.name == workload) else {
         return;
     };
-    let (mut n, mut ok) = (0, 0);
-    for g in groups(records).iter().filter(|g| g.workload == workload) {
-        for t in g.threads() {
-            if let Some(r) = g.ratio(&info.ours, t) {
-                n += 1;
-                ok += usize::from(within(r, 0.05));
-            }
-        }
-    }
-    if n > 0 {
+    if let Some(v) = verdict(records, workload, &info.ours) {
         let _ = writeln!(
             out,
-            "  => {}: within 5% of the best other (ratio ≥ 0.95) at {ok} of {n} points",
-            info.ours
+            "  => {}: within 5% of the best other (ratio ≥ 0.95) at {} of {} points; worst {:.2}, geometric mean {:.2}",
+            info.ours, v.within_5pct, v.points, v.worst, v.geomean
         );
     }
 }
@@ -278,14 +302,14 @@ pub fn csv(run: &Run) -> String {
     for r in &run.results {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:.1},{},{},{},{},{},{},{},{:.4},{}",
+            "{},{},{},{},{},{:.1},{:.2},{},{},{},{},{},{},{:.4},{}",
             csv_field(&r.workload),
             csv_field(r.case.as_deref().unwrap_or("")),
             csv_field(&r.lock),
             csv_field(&r.series),
             r.threads,
             r.ops_per_sec,
-            format!("{:.2}", r.cpu_ns_per_op),
+            r.cpu_ns_per_op,
             r.latency_ns.p50,
             r.latency_ns.p99,
             r.latency_ns.max,
@@ -415,6 +439,16 @@ pub(crate) mod tests {
         assert!(t.contains("2.00") && t.contains("0.75"), "{t}");
         assert!(t.contains("at 1 of 2 points"), "{t}");
         assert!(t.contains("120"), "{t}");
+    }
+
+    #[test]
+    fn verdict_counts_points_within_five_percent() {
+        let rs = sample();
+        let v = verdict(&rs, "w", "scalelock").unwrap();
+        assert_eq!((v.points, v.within_5pct), (2, 1));
+        assert_eq!(v.worst, 0.75);
+        assert!((v.geomean - (2.0f64 * 0.75).sqrt()).abs() < 1e-9);
+        assert_eq!(verdict(&rs, "w", "nobody"), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! backend, which writes text as SVG `<text>` (no fonts are needed to produce the file).
 
 use super::locks;
-use super::output::{groups, Group, Run};
+use super::output::{groups, verdict, Group, Run};
 use super::stats::{duration_ns, si, Record};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -128,11 +128,45 @@ from a shared or noisy machine are not comparable across runs.</p>
             names.push(g.workload);
         }
     }
-    h.push_str("<p>Workloads: ");
+    h.push_str(
+        "<h2>Summary</h2>\n<table><tr><th>workload</th><th>compared</th>\
+         <th>within 5% of the best other</th><th>worst ratio</th><th>geometric mean ratio</th></tr>\n",
+    );
     for n in &names {
-        let _ = write!(h, "<a href=\"#{0}\">{0}</a> &nbsp; ", esc(n));
+        let ours = run
+            .workloads
+            .iter()
+            .find(|w| w.name == *n)
+            .map_or("scalelock", |i| i.ours.as_str());
+        let _ = write!(
+            h,
+            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td>",
+            esc(n),
+            esc(ours)
+        );
+        match verdict(&run.results, n, ours) {
+            Some(v) => {
+                let _ = writeln!(
+                    h,
+                    "<td>{} of {} points</td><td class=\"{}\">{:.2}</td><td class=\"{}\">{:.2}</td></tr>",
+                    v.within_5pct,
+                    v.points,
+                    if v.worst >= 0.95 { "good" } else { "bad" },
+                    v.worst,
+                    if v.geomean >= 0.95 { "good" } else { "bad" },
+                    v.geomean
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    h,
+                    "<td colspan=\"3\">{} not measured in this workload yet</td></tr>",
+                    esc(ours)
+                );
+            }
+        }
     }
-    h.push_str("</p>\n");
+    h.push_str("</table>\n");
 
     for name in names {
         let info = run.workloads.iter().find(|w| w.name == name);
