@@ -87,17 +87,36 @@ impl<'a> Group<'a> {
             .find(|r| r.series == series && r.threads == threads)
     }
 
-    /// Throughput of `ours` over the best other series at `threads` (the bare test-and-set
-    /// floor is a reference, not an alternative, and is left out).
-    pub fn ratio(&self, ours: &str, threads: usize) -> Option<f64> {
+    /// Throughput of `series` over the best series at `threads` that is not of the `ours`
+    /// family (see [`is_own`]); the bare test-and-set floor is a reference, not an alternative,
+    /// and is left out too.
+    pub fn ratio(&self, ours: &str, series: &str, threads: usize) -> Option<f64> {
         ratio_to_best(
-            self.get(ours, threads).map(|r| r.ops_per_sec),
+            self.get(series, threads).map(|r| r.ops_per_sec),
             self.records
                 .iter()
-                .filter(|r| r.threads == threads && r.series != ours && r.lock != locks::FLOOR)
+                .filter(|r| r.threads == threads && !is_own(ours, &r.series))
+                .filter(|r| r.lock != locks::FLOOR)
                 .map(|r| r.ops_per_sec),
         )
     }
+
+    /// The series of the `ours` family present in this group.
+    pub fn own_series(&self, ours: &str) -> Vec<&'a str> {
+        self.series()
+            .into_iter()
+            .filter(|s| is_own(ours, s))
+            .collect()
+    }
+}
+
+/// Whether `series` belongs to the family of the workload's own series `ours`: `ours` itself or
+/// `ours-<variant>` (`scalelock`, `scalelock-biased`). Ratios compare each of them with the best
+/// series outside the family.
+pub fn is_own(ours: &str, series: &str) -> bool {
+    series
+        .strip_prefix(ours)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
 }
 
 /// Groups records by (workload, case), keeping run order.
@@ -117,28 +136,26 @@ pub fn groups(records: &[Record]) -> Vec<Group<'_>> {
     out
 }
 
-/// Fills each record's `ratio_to_best_other` param for the workload's own series.
+/// Fills the `ratio_to_best_other` param of every record of the workload's own series.
 pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
     let mut ratios = Vec::new();
     for g in groups(records) {
         let Some(info) = workloads.iter().find(|w| w.name == g.workload) else {
             continue;
         };
-        for t in g.threads() {
-            if let Some(ratio) = g.ratio(&info.ours, t) {
-                ratios.push((g.workload.to_string(), g.case.map(str::to_string), t, ratio));
+        for s in g.own_series(&info.ours) {
+            for t in g.threads() {
+                if let Some(ratio) = g.ratio(&info.ours, s, t) {
+                    let key = (g.workload.to_string(), g.case.map(str::to_string));
+                    ratios.push((key, s.to_string(), t, ratio));
+                }
             }
         }
     }
-    for (w, c, t, ratio) in ratios {
-        let ours = &workloads
-            .iter()
-            .find(|i| i.name == w)
-            .expect("found above")
-            .ours;
+    for ((w, c), s, t, ratio) in ratios {
         if let Some(r) = records
             .iter_mut()
-            .find(|r| r.workload == w && r.case == c && r.threads == t && &r.series == ours)
+            .find(|r| r.workload == w && r.case == c && r.threads == t && r.series == s)
         {
             r.params
                 .insert("ratio_to_best_other".into(), serde_json::json!(ratio));
@@ -170,7 +187,14 @@ pub fn table(run: &Run) -> String {
             .map(|s| s.len())
             .max()
             .unwrap_or(0)
-            .max(ours.len() + 14);
+            .max(ours.len() + 14)
+            .max(
+                g.own_series(ours)
+                    .iter()
+                    .map(|s| s.len() + 14)
+                    .max()
+                    .unwrap_or(0),
+            );
         if threads.len() == 1 {
             let t = threads[0];
             let _ = writeln!(
@@ -194,12 +218,16 @@ pub fn table(run: &Run) -> String {
                     );
                 }
             }
-            let ratio = g.ratio(ours, t).map_or("-".into(), |r| format!("{r:.2}"));
-            let _ = writeln!(
-                out,
-                "  {:<width$} {ratio:>10}",
-                format!("{ours} ÷ best other")
-            );
+            for own in own_or_missing(&g, ours) {
+                let ratio = g
+                    .ratio(ours, own, t)
+                    .map_or("-".into(), |r| format!("{r:.2}"));
+                let _ = writeln!(
+                    out,
+                    "  {:<width$} {ratio:>10}",
+                    format!("{own} ÷ best other")
+                );
+            }
         } else {
             let _ = writeln!(out, "\n{title}  (ops/s, all threads)");
             let _ = write!(out, "  {:<width$}", "threads");
@@ -215,12 +243,16 @@ pub fn table(run: &Run) -> String {
                 }
                 out.push('\n');
             }
-            let _ = write!(out, "  {:<width$}", format!("{ours} ÷ best other"));
-            for &t in &threads {
-                let cell = g.ratio(ours, t).map_or("-".into(), |r| format!("{r:.2}"));
-                let _ = write!(out, " {cell:>7}");
+            for own in own_or_missing(&g, ours) {
+                let _ = write!(out, "  {:<width$}", format!("{own} ÷ best other"));
+                for &t in &threads {
+                    let cell = g
+                        .ratio(ours, own, t)
+                        .map_or("-".into(), |r| format!("{r:.2}"));
+                    let _ = write!(out, " {cell:>7}");
+                }
+                out.push('\n');
             }
-            out.push('\n');
         }
     }
     if !last_workload.is_empty() {
@@ -243,12 +275,17 @@ pub struct Verdict {
     pub geomean: f64,
 }
 
-/// The [`Verdict`] of `workload` (`None` when no point has both ours and another series).
-pub fn verdict(records: &[Record], workload: &str, ours: &str) -> Option<Verdict> {
+/// The [`Verdict`] of series `own` (of the `ours` family) in `workload` (`None` when no point has
+/// both it and another series).
+pub fn verdict(records: &[Record], workload: &str, ours: &str, own: &str) -> Option<Verdict> {
     let ratios: Vec<f64> = groups(records)
         .iter()
         .filter(|g| g.workload == workload)
-        .flat_map(|g| g.threads().into_iter().filter_map(|t| g.ratio(ours, t)))
+        .flat_map(|g| {
+            g.threads()
+                .into_iter()
+                .filter_map(|t| g.ratio(ours, own, t))
+        })
         .collect();
     if ratios.is_empty() {
         return None;
@@ -262,17 +299,44 @@ pub fn verdict(records: &[Record], workload: &str, ours: &str) -> Option<Verdict
     })
 }
 
-/// One line per workload: at how many points `ours` is within 5% of the best other.
+/// The own-family series measured in `workload`, in run order (just `ours` when none was, so
+/// the table still shows where ours is missing).
+pub fn own_series_of<'a>(records: &'a [Record], workload: &str, ours: &'a str) -> Vec<&'a str> {
+    let mut out: Vec<&'a str> = Vec::new();
+    for r in records.iter().filter(|r| r.workload == workload) {
+        if is_own(ours, &r.series) && !out.contains(&r.series.as_str()) {
+            out.push(&r.series);
+        }
+    }
+    if out.is_empty() {
+        out.push(ours);
+    }
+    out
+}
+
+fn own_or_missing<'a>(g: &Group<'a>, ours: &'a str) -> Vec<&'a str> {
+    let own = g.own_series(ours);
+    if own.is_empty() {
+        vec![ours]
+    } else {
+        own
+    }
+}
+
+/// One line per own series of a workload: at how many points it is within 5% of the best other.
 fn summary(out: &mut String, records: &[Record], workload: &str, run: &Run) {
     let Some(info) = run.workloads.iter().find(|w| w.name == workload) else {
         return;
     };
-    if let Some(v) = verdict(records, workload, &info.ours) {
-        let _ = writeln!(
-            out,
-            "  => {}: within 5% of the best other (ratio ≥ 0.95) at {} of {} points; worst {:.2}, geometric mean {:.2}",
-            info.ours, v.within_5pct, v.points, v.worst, v.geomean
-        );
+    for own in own_series_of(records, workload, &info.ours) {
+        if let Some(v) = verdict(records, workload, &info.ours, own) {
+            let _ = writeln!(
+                out,
+                "  => {own}: within 5% of the best other (ratio ≥ 0.95) at {} of {} points; \
+                 worst {:.2}, geometric mean {:.2}",
+                v.within_5pct, v.points, v.worst, v.geomean
+            );
+        }
     }
 }
 
@@ -426,9 +490,9 @@ pub(crate) mod tests {
     fn ratio_per_thread_count_is_against_the_best_other() {
         let rs = sample();
         let g = &groups(&rs)[0];
-        assert_eq!(g.ratio("scalelock", 1), Some(2.0));
-        assert_eq!(g.ratio("scalelock", 2), Some(0.75));
-        assert_eq!(g.ratio("missing", 2), None);
+        assert_eq!(g.ratio("scalelock", "scalelock", 1), Some(2.0));
+        assert_eq!(g.ratio("scalelock", "scalelock", 2), Some(0.75));
+        assert_eq!(g.ratio("scalelock", "missing", 2), None);
     }
 
     #[test]
@@ -444,11 +508,31 @@ pub(crate) mod tests {
     #[test]
     fn verdict_counts_points_within_five_percent() {
         let rs = sample();
-        let v = verdict(&rs, "w", "scalelock").unwrap();
+        let v = verdict(&rs, "w", "scalelock", "scalelock").unwrap();
         assert_eq!((v.points, v.within_5pct), (2, 1));
         assert_eq!(v.worst, 0.75);
         assert!((v.geomean - (2.0f64 * 0.75).sqrt()).abs() < 1e-9);
-        assert_eq!(verdict(&rs, "w", "nobody"), None);
+        assert_eq!(verdict(&rs, "w", "scalelock", "nobody"), None);
+    }
+
+    #[test]
+    fn family_members_are_compared_with_outsiders_only() {
+        assert!(is_own("scalelock", "scalelock"));
+        assert!(is_own("scalelock", "scalelock-biased"));
+        assert!(!is_own("scalelock", "scalelockx"));
+        assert!(!is_own("auto", "always"));
+        let mut rs = sample();
+        rs.push(record("w", None, "scalelock-biased", 2, 240.0));
+        let g = &groups(&rs)[0];
+        assert_eq!(
+            g.own_series("scalelock"),
+            vec!["scalelock", "scalelock-biased"]
+        );
+        // Both are compared with spin (120), not with each other.
+        assert_eq!(g.ratio("scalelock", "scalelock", 2), Some(0.75));
+        assert_eq!(g.ratio("scalelock", "scalelock-biased", 2), Some(2.0));
+        let t = table(&run(rs));
+        assert!(t.contains("scalelock-biased ÷ best other"), "{t}");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! backend, which writes text as SVG `<text>` (no fonts are needed to produce the file).
 
 use super::locks;
-use super::output::{groups, verdict, Group, Run};
+use super::output::{groups, is_own, own_series_of, verdict, Group, Run};
 use super::stats::{duration_ns, si, Record};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -30,8 +30,13 @@ const PALETTE: [RGBColor; 10] = [
     RGBColor(0, 0, 0),
 ];
 
-/// Our own series is always drawn in this red, thicker.
-const OURS: RGBColor = RGBColor(200, 0, 30);
+/// Our own series (the workload's `ours` and its family, e.g. `scalelock-biased`) are drawn in
+/// these colours (red first), thicker.
+const OURS: [RGBColor; 3] = [
+    RGBColor(200, 0, 30),
+    RGBColor(130, 0, 110),
+    RGBColor(255, 90, 90),
+];
 
 const PLOT_W: u32 = 430;
 const PLOT_H: u32 = 300;
@@ -53,10 +58,12 @@ fn esc(s: &str) -> String {
 }
 
 fn color_of(series: &[&str], s: &str, ours: &str) -> RGBColor {
-    if s == ours {
-        return OURS;
+    let own = |x: &&&str| is_own(ours, x);
+    if is_own(ours, s) {
+        let i = series.iter().filter(own).take_while(|x| **x != s).count();
+        return OURS[i % OURS.len()];
     }
-    let others = series.iter().filter(|x| **x != ours);
+    let others = series.iter().filter(|x| !is_own(ours, x));
     let i = others.take_while(|x| **x != s).count();
     PALETTE[i % PALETTE.len()]
 }
@@ -138,32 +145,8 @@ from a shared or noisy machine are not comparable across runs.</p>
             .iter()
             .find(|w| w.name == *n)
             .map_or("scalelock", |i| i.ours.as_str());
-        let _ = write!(
-            h,
-            "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td>",
-            esc(n),
-            esc(ours)
-        );
-        match verdict(&run.results, n, ours) {
-            Some(v) => {
-                let _ = writeln!(
-                    h,
-                    "<td>{} of {} points</td><td class=\"{}\">{:.2}</td><td class=\"{}\">{:.2}</td></tr>",
-                    v.within_5pct,
-                    v.points,
-                    if v.worst >= 0.95 { "good" } else { "bad" },
-                    v.worst,
-                    if v.geomean >= 0.95 { "good" } else { "bad" },
-                    v.geomean
-                );
-            }
-            None => {
-                let _ = writeln!(
-                    h,
-                    "<td colspan=\"3\">{} not measured in this workload yet</td></tr>",
-                    esc(ours)
-                );
-            }
+        for own in own_series_of(&run.results, n, ours) {
+            summary_row(&mut h, run, n, ours, own);
         }
     }
     h.push_str("</table>\n");
@@ -199,6 +182,38 @@ from a shared or noisy machine are not comparable across runs.</p>
     }
     h.push_str("</table>\n</body></html>\n");
     Ok(h)
+}
+
+/// One row of the summary table: how `own` fared in workload `n`.
+fn summary_row(h: &mut String, run: &Run, n: &str, ours: &str, own: &str) {
+    let _ = write!(
+        h,
+        "<tr><td><a href=\"#{0}\">{0}</a></td><td>{1}</td>",
+        esc(n),
+        esc(own)
+    );
+    let class = |r: f64| if r >= 0.95 { "good" } else { "bad" };
+    match verdict(&run.results, n, ours, own) {
+        Some(v) => {
+            let _ = writeln!(
+                h,
+                "<td>{} of {} points</td><td class=\"{}\">{:.2}</td><td class=\"{}\">{:.2}</td></tr>",
+                v.within_5pct,
+                v.points,
+                class(v.worst),
+                v.worst,
+                class(v.geomean),
+                v.geomean
+            );
+        }
+        None => {
+            let _ = writeln!(
+                h,
+                "<td colspan=\"3\">{} not measured in this workload yet</td></tr>",
+                esc(own)
+            );
+        }
+    }
 }
 
 /// Plots, legend and numbers of one (workload, case).
@@ -244,9 +259,9 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
             h,
             "<span><i style=\"background:{}{}\"></i>{}{}</span>",
             css(c),
-            if *s == ours { ";height:6px" } else { "" },
+            if is_own(ours, s) { ";height:6px" } else { "" },
             esc(s),
-            if *s == ours { " (ours)" } else { "" }
+            if is_own(ours, s) { " (ours)" } else { "" }
         );
     }
     h.push_str("</div>\n");
@@ -278,10 +293,13 @@ fn numbers_table(h: &mut String, g: &Group<'_>, series: &[&str], threads: &[usiz
         }
         h.push_str("</tr>\n");
     }
-    if series.contains(&ours) && series.len() > 1 {
-        let _ = write!(h, "<tr class=\"ratio\"><td>{} ÷ best other</td>", esc(ours));
+    for own in g.own_series(ours) {
+        if series.iter().all(|s| is_own(ours, s)) {
+            break;
+        }
+        let _ = write!(h, "<tr class=\"ratio\"><td>{} ÷ best other</td>", esc(own));
         for &t in threads {
-            match g.ratio(ours, t) {
+            match g.ratio(ours, own, t) {
                 Some(r) => {
                     let class = if r >= 0.95 { "good" } else { "bad" };
                     let _ = write!(h, "<td class=\"{class}\">{r:.2}</td>");
@@ -400,11 +418,11 @@ fn draw_lines<'a, 'b>(
                     .map_err(plot_err)?;
                 // Ours last, so it is drawn on top.
                 let mut order: Vec<&(&str, Vec<(f64, f64)>)> =
-                    lines.iter().filter(|l| l.0 != ours).collect();
-                order.extend(lines.iter().filter(|l| l.0 == ours));
+                    lines.iter().filter(|l| !is_own(ours, l.0)).collect();
+                order.extend(lines.iter().filter(|l| is_own(ours, l.0)));
                 for (s, pts) in order {
                     let c = color_of(series, s, ours);
-                    let width = if *s == ours { 3 } else { 2 };
+                    let width = if is_own(ours, s) { 3 } else { 2 };
                     chart
                         .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(width)))
                         .map_err(plot_err)?;
@@ -459,7 +477,11 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
             .map_err(plot_err)?;
         // Segment i holds the i-th bar from the bottom; the first series is drawn at the top.
         let name_at = |v: &SegmentValue<i32>| match v {
-            SegmentValue::CenterOf(i) if (*i as usize) < n => names[n - 1 - *i as usize].clone(),
+            SegmentValue::CenterOf(i) => (n - 1)
+                .checked_sub(*i as usize)
+                .and_then(|k| names.get(k))
+                .cloned()
+                .unwrap_or_default(),
             _ => String::new(),
         };
         chart
@@ -474,6 +496,14 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
             .bold_line_style(RGBColor(215, 215, 215))
             .draw()
             .map_err(plot_err)?;
+        if bars.is_empty() {
+            root.draw(&Text::new(
+                "no operation completed",
+                (PLOT_W as i32 / 2, height as i32 / 2),
+                ("sans-serif", 14),
+            ))
+            .map_err(plot_err)?;
+        }
         for (i, (s, v)) in bars.iter().enumerate() {
             let y = (n - 1 - i) as i32;
             let c = color_of(series, s, ours);
@@ -530,9 +560,26 @@ mod tests {
     }
 
     #[test]
+    fn points_without_operations_still_draw() {
+        let mut rs = vec![
+            record("u", Some("mutex"), "std", 1, 0.0),
+            record("w", None, "std", 1, 0.0),
+            record("w", None, "std", 4, 0.0),
+        ];
+        for r in &mut rs {
+            r.total_ops = 0;
+        }
+        let page = html(&run(rs)).unwrap();
+        assert_eq!(page.matches("<svg").count(), 4);
+        assert!(page.contains("no operation completed"));
+    }
+
+    #[test]
     fn colours_are_stable_and_ours_is_red() {
         let s = ["std", "scalelock", "spin"];
-        assert_eq!(color_of(&s, "scalelock", "scalelock"), OURS);
+        assert_eq!(color_of(&s, "scalelock", "scalelock"), OURS[0]);
+        let f = ["std", "scalelock", "scalelock-biased"];
+        assert_eq!(color_of(&f, "scalelock-biased", "scalelock"), OURS[1]);
         assert_eq!(color_of(&s, "std", "scalelock"), PALETTE[0]);
         assert_eq!(color_of(&s, "spin", "scalelock"), PALETTE[1]);
     }
