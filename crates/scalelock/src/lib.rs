@@ -21,14 +21,22 @@
 
 mod condvar;
 mod mutex;
+mod rwlock;
 mod sync;
 pub mod wait;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
-pub use mutex::{RawMutex, STARVATION_NS};
 #[cfg(not(loom))]
 pub use mutex::{
     MappedMutexGuard, Mutex, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard,
+};
+pub use mutex::{RawMutex, STARVATION_NS};
+
+pub use rwlock::RawRwLock;
+#[cfg(not(loom))]
+pub use rwlock::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
 
 /// Re-export of the `lock_api` crate whose traits scalelock's raw locks implement.
