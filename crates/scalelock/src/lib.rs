@@ -19,6 +19,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod biased;
 mod condvar;
 mod mutex;
 mod rwlock;
@@ -32,6 +33,12 @@ pub use mutex::{
 };
 pub use mutex::{RawMutex, STARVATION_NS};
 
+pub use biased::RawBiasedRwLock;
+#[cfg(not(loom))]
+pub use biased::{
+    BiasedRwLock, BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
+    MappedBiasedRwLockReadGuard, MappedBiasedRwLockWriteGuard,
+};
 pub use rwlock::RawRwLock;
 #[cfg(not(loom))]
 pub use rwlock::{
