@@ -19,10 +19,12 @@
 //! ```
 #![warn(missing_docs)]
 
+mod biased;
 mod condvar;
 mod mutex;
 #[cfg(not(loom))]
 pub mod rcu;
+mod rwlock;
 mod sync;
 pub mod wait;
 
@@ -32,6 +34,19 @@ pub use mutex::{
     MappedMutexGuard, Mutex, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard,
 };
 pub use mutex::{RawMutex, STARVATION_NS};
+
+pub use biased::RawBiasedRwLock;
+#[cfg(not(loom))]
+pub use biased::{
+    BiasedRwLock, BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
+    MappedBiasedRwLockReadGuard, MappedBiasedRwLockWriteGuard,
+};
+pub use rwlock::RawRwLock;
+#[cfg(not(loom))]
+pub use rwlock::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
+};
 
 #[cfg(not(loom))]
 pub use rcu::{Rcu, RcuReadGuard};

@@ -13,6 +13,8 @@
 //! dominates. Variants:
 //!
 //! - `scalelock-mutex`: `scalelock::Mutex<HashMap>`, one lock around the map (OSv today);
+//! - `scalelock`, `scalelock-biased`: `scalelock::RwLock<HashMap>` and
+//!   `scalelock::BiasedRwLock<HashMap>` around the map;
 //! - `std`, `parking_lot`: an rwlock around the map (the familiar baselines);
 //! - `dashmap`: `DashMap` (sharded rwlocks), the well-known concurrent map;
 //! - `scalelock-rcu`: 4096 shards, each a `scalelock::Rcu` cell holding a small hash table
@@ -51,6 +53,8 @@ const OP_NS: u64 = 150;
 /// The variants, in table order; `scalelock-rcu` is ours.
 const VARIANTS: &[&str] = &[
     "scalelock-mutex",
+    "scalelock",
+    "scalelock-biased",
     "std",
     "parking_lot",
     "dashmap",
@@ -165,6 +169,13 @@ macro_rules! locked_map {
 }
 
 locked_map!(MutexMap, scalelock::Mutex<Map>, |l| l.lock(), l.lock());
+locked_map!(RwMap, scalelock::RwLock<Map>, |l| l.read(), l.write());
+locked_map!(
+    BiasedRwMap,
+    scalelock::BiasedRwLock<Map>,
+    |l| l.read(),
+    l.write()
+);
 locked_map!(
     StdRwMap,
     std::sync::RwLock<Map>,
@@ -413,6 +424,8 @@ type Runner = fn(&Trial, &Arc<[Arc<str>]>) -> Result<Measurement, String>;
 fn runner(variant: &str) -> Runner {
     match variant {
         "scalelock-mutex" => run::<MutexMap>,
+        "scalelock" => run::<RwMap>,
+        "scalelock-biased" => run::<BiasedRwMap>,
         "std" => run::<StdRwMap>,
         "parking_lot" => run::<ParkingLotRwMap>,
         "dashmap" => run::<DashMapMap>,
@@ -428,10 +441,11 @@ impl Workload for PathLookup {
 
     fn about(&self) -> &'static str {
         "Dentry cache: 100k paths -> small inode records; 99.9% lookups (half miss), 0.1% \
-         create/rename/remove. Mutex<HashMap> (OSv's dentry mutex), std and parking_lot \
-         RwLock<HashMap>, DashMap, and scalelock's RCU map (4096 shards, each an Rcu cell; an \
-         update copies one ~25-entry shard). Seed 000: OSv's VFS took a mutex on every access(), \
-         which MySQL calls on every statement; RCU 'did wonders' for its routing table."
+         create/rename/remove. Mutex<HashMap> (OSv's dentry mutex); scalelock, scalelock-biased, \
+         std and parking_lot RwLock<HashMap>; DashMap; scalelock's RCU map (4096 shards, each an \
+         Rcu cell; an update copies one ~25-entry shard). Seed 000: OSv's VFS took a mutex on \
+         every access(), which MySQL calls on every statement; RCU 'did wonders' for its \
+         routing table."
     }
 
     fn columns(&self) -> Vec<&'static str> {
@@ -501,6 +515,8 @@ mod tests {
     #[test]
     fn every_variant_has_dentry_cache_semantics() {
         semantics::<MutexMap>();
+        semantics::<RwMap>();
+        semantics::<BiasedRwMap>();
         semantics::<StdRwMap>();
         semantics::<ParkingLotRwMap>();
         semantics::<DashMapMap>();
