@@ -30,7 +30,7 @@ use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use libc::{clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
-use scalelock::wait::{Clock, Deadline};
+use scalelock::wait::{Clock, Deadline, SpinBudget, Spinner};
 use scalelock::RawMutex;
 
 /// The in-place view of a `pthread_mutex_t` (see the module's drawing).
@@ -200,7 +200,12 @@ impl Mutex {
         let Some(deadline) = Deadline::from_timespec(clock, unsafe { ts.read() }) else {
             return libc::EINVAL;
         };
-        if !self.raw.try_lock_until(&deadline) {
+        let acquired = if mode() == Mode::Spin {
+            spin_until(&self.raw, &deadline)
+        } else {
+            self.raw.try_lock_until(&deadline)
+        };
+        if !acquired {
             return libc::ETIMEDOUT;
         }
         self.acquired(ty);
@@ -232,6 +237,22 @@ impl Mutex {
                 0
             }
         }
+    }
+}
+
+/// A timed lock under `SCALELOCK_LOCK=spin`: spins (never sleeps) but gives up at the deadline.
+/// (Under `SpinPolicy::Always` the library's own timed lock spins past its deadline.)
+#[cold]
+fn spin_until(raw: &RawMutex, deadline: &Deadline) -> bool {
+    let mut spinner = Spinner::new(SpinBudget::Unbounded);
+    loop {
+        if raw.try_lock() {
+            return true;
+        }
+        if deadline.has_passed() {
+            return false;
+        }
+        spinner.spin();
     }
 }
 

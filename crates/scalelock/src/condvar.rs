@@ -110,10 +110,12 @@ impl Condvar {
         let m = mutex as *const RawMutex as *mut RawMutex;
         let current = self.mutex.load(Ordering::Relaxed);
         if current != m && current != MIXED {
-            if let Err(other) =
-                self.mutex
-                    .compare_exchange(ptr::null_mut(), m, Ordering::Relaxed, Ordering::Relaxed)
-            {
+            if let Err(other) = self.mutex.compare_exchange(
+                ptr::null_mut(),
+                m,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 if other != m {
                     self.mutex.store(MIXED, Ordering::Relaxed);
                 }

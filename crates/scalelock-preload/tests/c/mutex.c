@@ -7,7 +7,7 @@ static pthread_mutex_t s_errorcheck = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
 static pthread_mutex_t s_adaptive = PTHREAD_ADAPTIVE_MUTEX_INITIALIZER_NP;
 
 #define THREADS 8
-#define ITERS 20000
+static int ITERS = 4000; /* SCALELOCK_TEST_ITERS overrides (the spin mode runs fewer) */
 static long counter;
 
 struct hammer { pthread_mutex_t *m; int use_trylock; };
@@ -22,7 +22,7 @@ static void *hammer(void *arg) {
             CHECK_EQ(pthread_mutex_lock(h->m), 0);
         }
         long v = counter;
-        if ((i & 255) == 0)
+        if ((i & 511) == 0)
             sched_yield(); /* get preempted inside the critical section now and then */
         counter = v + 1;
         CHECK_EQ(pthread_mutex_unlock(h->m), 0);
@@ -166,6 +166,7 @@ static void errorcheck_semantics(pthread_mutex_t *m, const char *name) {
 }
 
 int main(void) {
+    if (getenv("SCALELOCK_TEST_ITERS")) ITERS = atoi(getenv("SCALELOCK_TEST_ITERS"));
     check_interposition();
     static_initialisers_keep_glibc_kind();
 

@@ -4,7 +4,7 @@
 #include <sys/wait.h>
 
 #define THREADS 6
-#define ITERS 50000
+#define ITERS 20000
 static pthread_spinlock_t lock;
 static long counter;
 

@@ -27,7 +27,10 @@ impl Clock {
 
     /// The current time on this clock.
     pub fn now(self) -> libc::timespec {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: `ts` is a valid, writable timespec and both clock ids exist on every Linux.
         unsafe { libc::clock_gettime(self.id(), &mut ts) };
         ts
@@ -60,13 +63,19 @@ fn add(ts: libc::timespec, d: Duration) -> libc::timespec {
         nsec -= NANOS;
         sec = sec.saturating_add(1);
     }
-    libc::timespec { tv_sec: sec as libc::time_t, tv_nsec: nsec as _ }
+    libc::timespec {
+        tv_sec: sec as libc::time_t,
+        tv_nsec: nsec as _,
+    }
 }
 
 impl Deadline {
     /// A deadline `timeout` from now on the monotonic clock (saturating far in the future).
     pub fn after(timeout: Duration) -> Deadline {
-        Deadline { ts: add(Clock::Monotonic.now(), timeout), clock: Clock::Monotonic }
+        Deadline {
+            ts: add(Clock::Monotonic.now(), timeout),
+            clock: Clock::Monotonic,
+        }
     }
 
     /// The deadline that corresponds to `instant`.

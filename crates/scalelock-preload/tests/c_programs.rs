@@ -1,0 +1,113 @@
+//! The C test programs in `tests/c/`, compiled with gcc and run three ways: under plain glibc
+//! (the programs check POSIX behaviour, so they must pass there too), under
+//! `LD_PRELOAD=libscalelock_preload.so`, and under the library with `SCALELOCK_LOCK=glibc` (and
+//! `spin` for the quick ones). Each program checks which implementation actually served it.
+
+mod common;
+
+use common::{compile, preload_lib, run_program, Run};
+
+fn all_ways(program: &str) {
+    let exe = compile(program);
+    let lib = preload_lib();
+    run_program(
+        &exe,
+        &Run {
+            preload: None,
+            mode: None,
+            expect: "none",
+            env: &[],
+        },
+    );
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: None,
+            expect: "scalelock",
+            env: &[],
+        },
+    );
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("glibc"),
+            expect: "glibc",
+            env: &[],
+        },
+    );
+}
+
+#[test]
+fn mutex_types_static_initialisers_error_codes_and_timeouts() {
+    all_ways("mutex");
+}
+
+#[test]
+fn mutex_under_spin_mode() {
+    let exe = compile("mutex");
+    let lib = preload_lib();
+    let env = [("SCALELOCK_TEST_ITERS", "300")];
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("spin"),
+            expect: "spin",
+            env: &env,
+        },
+    );
+}
+
+#[test]
+fn condvar_producer_consumer_both_clocks_timeouts_destroy() {
+    all_ways("cond");
+}
+
+#[test]
+fn fork_child_uses_locks_and_process_shared_passes_through() {
+    all_ways("fork");
+}
+
+#[test]
+fn spinlocks_private_and_process_shared() {
+    all_ways("spin");
+    let exe = compile("spin");
+    let lib = preload_lib();
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("spin"),
+            expect: "spin",
+            env: &[],
+        },
+    );
+}
+
+#[test]
+fn bad_lock_kind_is_reported_once_and_the_default_used() {
+    let exe = compile("spin");
+    let lib = preload_lib();
+    let out = run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("fastest"),
+            expect: "scalelock",
+            env: &[],
+        },
+    );
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("SCALELOCK_LOCK"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["scalelock: ignoring SCALELOCK_LOCK=fastest: expected scalelock, spin or glibc; using scalelock"],
+        "stderr was: {}",
+        out.stderr
+    );
+}
