@@ -48,12 +48,15 @@ pub fn profile(top: usize, cmd: &[OsString]) -> ExitCode {
         Err(e) => return usage_error("profile", &e),
     };
     let top = opts.top.unwrap_or(top);
-    let mut env = match lock_env(opts.lock.as_deref().unwrap_or("scalelock"), opts.spin.as_deref())
-    {
+    let mut env = match lock_env(
+        opts.lock.as_deref().unwrap_or("scalelock"),
+        opts.spin.as_deref(),
+    ) {
         Ok(env) => env,
         Err(e) => return usage_error("profile", &e),
     };
-    let report = std::env::temp_dir().join(format!("scalelock-lockstat-{}.txt", std::process::id()));
+    let report =
+        std::env::temp_dir().join(format!("scalelock-lockstat-{}.txt", std::process::id()));
     let _ = std::fs::remove_file(&report);
     env.push(("SCALELOCK_LOCKSTAT".into(), "1".into()));
     env.push(("SCALELOCK_LOCKSTAT_TOP".into(), top.to_string().into()));
@@ -159,7 +162,10 @@ fn find_library() -> Result<PathBuf, String> {
         return if p.is_file() {
             Ok(p)
         } else {
-            Err(format!("SCALELOCK_PRELOAD_LIB={} does not exist", p.display()))
+            Err(format!(
+                "SCALELOCK_PRELOAD_LIB={} does not exist",
+                p.display()
+            ))
         };
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find my own binary: {e}"))?;
