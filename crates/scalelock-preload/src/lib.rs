@@ -74,24 +74,14 @@ pub extern "C" fn scalelock_preload_active() -> c_int {
 extern "C" fn on_load() {
     config::mode();
     real::resolve();
-    // SAFETY: registering three `extern "C" fn()` handlers that live as long as the process (the
-    // library is never unloaded: it is preloaded). The handlers only touch atomics.
-    unsafe {
-        libc::pthread_atfork(
-            Some(before_fork),
-            Some(after_fork_parent),
-            Some(after_fork_child),
-        )
-    };
+    // SAFETY: registering an `extern "C" fn()` that lives as long as the process (the library is
+    // never unloaded: it is preloaded). The handler only touches atomics.
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
 }
 
 #[used]
 #[link_section = ".init_array"]
 static ON_LOAD: extern "C" fn() = on_load;
-
-extern "C" fn before_fork() {}
-
-extern "C" fn after_fork_parent() {}
 
 /// In the child only the forking thread exists: state that another thread was in the middle of
 /// changing is reset so the child can use it.

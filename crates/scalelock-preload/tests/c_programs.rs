@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{compile, preload_lib, run_program, Run};
+use common::{compile, compile_shared, preload_lib, run_program, Run};
 
 fn all_ways(program: &str) {
     let exe = compile(program);
@@ -110,4 +110,33 @@ fn bad_lock_kind_is_reported_once_and_the_default_used() {
         "stderr was: {}",
         out.stderr
     );
+}
+
+#[test]
+fn locks_taken_before_the_library_constructor_runs() {
+    let exe = compile("early");
+    let early = compile_shared("early_lib");
+    let early = early.to_str().expect("utf-8 path");
+    let lib = preload_lib();
+    let env = [("EXTRA_PRELOAD", early)];
+    run_program(
+        &exe,
+        &Run {
+            preload: None,
+            mode: None,
+            expect: "none",
+            env: &env,
+        },
+    );
+    for (mode, expect) in [(None, "scalelock"), (Some("glibc"), "glibc")] {
+        run_program(
+            &exe,
+            &Run {
+                preload: Some(&lib),
+                mode,
+                expect,
+                env: &env,
+            },
+        );
+    }
 }

@@ -56,6 +56,33 @@ pub fn compile(name: &str) -> PathBuf {
     out
 }
 
+/// Compiles `tests/c/<name>.c` into a shared library; returns its path.
+pub fn compile_shared(name: &str) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preload-c");
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    let out = dir.join(format!("lib{name}-{}.so", std::process::id()));
+    let status = Command::new("gcc")
+        .args([
+            "-std=gnu11",
+            "-O1",
+            "-g",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-pthread",
+        ])
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .status()
+        .expect("gcc must be installed to build the C test programs");
+    assert!(status.success(), "gcc failed on {}", src.display());
+    out
+}
+
 /// One way to run a program.
 pub struct Run<'a> {
     /// The library to preload, if any.
@@ -83,6 +110,18 @@ pub fn run_program(exe: &Path, run: &Run<'_>) -> Output {
         .env_remove("SCALELOCK_SPIN");
     if let Some(lib) = run.preload {
         cmd.env("LD_PRELOAD", lib);
+    }
+    if let Some(extra) = run
+        .env
+        .iter()
+        .find(|(k, _)| *k == "EXTRA_PRELOAD")
+        .map(|(_, v)| *v)
+    {
+        let all = match run.preload {
+            Some(lib) => format!("{}:{extra}", lib.display()),
+            None => extra.to_string(),
+        };
+        cmd.env("LD_PRELOAD", all);
     }
     if let Some(mode) = run.mode {
         cmd.env("SCALELOCK_LOCK", mode);
