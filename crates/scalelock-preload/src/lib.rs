@@ -4,23 +4,26 @@
 //! LD_PRELOAD=target/release/libscalelock_preload.so  mariadbd ...
 //! ```
 //!
-//! The library exports plain, unversioned `pthread_mutex_*`, `pthread_cond_*` and `pthread_spin_*`
-//! (and the old `__pthread_mutex_*` aliases). The dynamic linker binds every caller's reference to
-//! them, whatever glibc version it was linked against, ahead of glibc's own.
+//! The library exports plain, unversioned `pthread_mutex_*`, `pthread_rwlock_*`,
+//! `pthread_cond_*` and `pthread_spin_*` (and the old `__pthread_mutex_*` and `__pthread_rwlock_*`
+//! aliases). The dynamic linker binds every caller's reference to them, whatever glibc version it
+//! was linked against, ahead of glibc's own.
 //!
 //! # Where the state lives
 //!
 //! In place, inside the caller's `pthread_*_t`: nothing is allocated, and the all-zero static
 //! initialisers (`PTHREAD_MUTEX_INITIALIZER`, `PTHREAD_COND_INITIALIZER`, ...) are valid unlocked
-//! objects. Each module draws its type's bytes: [`mutex`] (40 bytes), [`cond`] (48), [`spin`] (4).
+//! objects. Each module draws its type's bytes: [`mutex`] (40 bytes), [`rwlock`] (56), [`cond`]
+//! (48), [`spin`] (4).
 //!
 //! # What is passed through to glibc
 //!
-//! Process-shared, robust and priority-inherit/protect mutexes and process-shared condvars keep
-//! glibc's implementation (found with `dlsym(RTLD_NEXT, ..)`, `dlvsym(.., "GLIBC_2.3.2")` for
-//! condvars): their `init` is glibc's, which records the attribute in the object in glibc's own way
-//! (flag bits in the mutex's `__kind`, bit 0 of the condvar's `__wrefs`), and every later call reads
-//! that marker and routes to glibc. Static initialisers never create these kinds.
+//! Process-shared, robust and priority-inherit/protect mutexes and process-shared rwlocks and
+//! condvars keep glibc's implementation (found with `dlsym(RTLD_NEXT, ..)`,
+//! `dlvsym(.., "GLIBC_2.3.2")` for condvars): their `init` is glibc's, which records the attribute
+//! in the object in glibc's own way (flag bits in the mutex's `__kind`, the rwlock's `__shared`,
+//! bit 0 of the condvar's `__wrefs`), and every later call reads that marker and routes to glibc.
+//! Static initialisers never create these kinds.
 //!
 //! # Configuration
 //!
@@ -50,6 +53,7 @@ pub mod cond;
 pub mod config;
 pub mod mutex;
 mod real;
+pub mod rwlock;
 pub mod spin;
 
 use core::ffi::c_int;

@@ -10,7 +10,7 @@
 use core::ffi::{c_int, c_void, CStr};
 use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use libc::{clockid_t, pthread_cond_t, pthread_condattr_t, pthread_mutex_t, pthread_mutexattr_t};
-use libc::{pthread_spinlock_t, timespec};
+use libc::{pthread_rwlock_t, pthread_rwlockattr_t, pthread_spinlock_t, timespec};
 
 const UNRESOLVED: u8 = 0;
 const RESOLVING: u8 = 1;
@@ -83,6 +83,19 @@ real_fns! {
     spin_lock = c"pthread_spin_lock"(s: *mut pthread_spinlock_t);
     spin_trylock = c"pthread_spin_trylock"(s: *mut pthread_spinlock_t);
     spin_unlock = c"pthread_spin_unlock"(s: *mut pthread_spinlock_t);
+    rwlock_init = c"pthread_rwlock_init"(l: *mut pthread_rwlock_t, a: *const pthread_rwlockattr_t);
+    rwlock_destroy = c"pthread_rwlock_destroy"(l: *mut pthread_rwlock_t);
+    rwlock_rdlock = c"pthread_rwlock_rdlock"(l: *mut pthread_rwlock_t);
+    rwlock_tryrdlock = c"pthread_rwlock_tryrdlock"(l: *mut pthread_rwlock_t);
+    rwlock_timedrdlock = c"pthread_rwlock_timedrdlock"(l: *mut pthread_rwlock_t, t: *const timespec);
+    rwlock_clockrdlock = c"pthread_rwlock_clockrdlock"(
+        l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec);
+    rwlock_wrlock = c"pthread_rwlock_wrlock"(l: *mut pthread_rwlock_t);
+    rwlock_trywrlock = c"pthread_rwlock_trywrlock"(l: *mut pthread_rwlock_t);
+    rwlock_timedwrlock = c"pthread_rwlock_timedwrlock"(l: *mut pthread_rwlock_t, t: *const timespec);
+    rwlock_clockwrlock = c"pthread_rwlock_clockwrlock"(
+        l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec);
+    rwlock_unlock = c"pthread_rwlock_unlock"(l: *mut pthread_rwlock_t);
 }
 
 fn self_id() -> u64 {

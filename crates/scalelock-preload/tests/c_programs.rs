@@ -140,3 +140,8 @@ fn locks_taken_before_the_library_constructor_runs() {
         );
     }
 }
+
+#[test]
+fn rwlock_readers_in_parallel_writer_exclusion_error_codes() {
+    all_ways("rwlock");
+}
