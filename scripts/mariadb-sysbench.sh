@@ -64,27 +64,27 @@ if [[ " $locks " == *" scalelock "* || " $locks " == *" spin "* ]] && [ ! -f "${
 fi
 
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/scalelock-mariadb.XXXXXX")"
-sock="$tmp/mysqld.sock"
-pidfile="$tmp/mysqld.pid"
-server_pid=""
+declare -A server_pid=()
 
+# stop_server LOCK
 stop_server() {
-    if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        mariadb-admin --no-defaults --socket="$sock" -uroot shutdown >/dev/null 2>&1 || kill "$server_pid" 2>/dev/null || true
+    local lock="$1" pid="${server_pid[$1]:-}"
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        mariadb-admin --no-defaults --socket="$tmp/sock-$lock" -uroot shutdown >/dev/null 2>&1 || kill "$pid" 2>/dev/null || true
         for _ in $(seq 1 300); do
-            kill -0 "$server_pid" 2>/dev/null || break
+            kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
-        if kill -0 "$server_pid" 2>/dev/null; then
-            echo "mariadb-sysbench: server $server_pid did not stop; killing it" >&2
-            kill -9 "$server_pid" 2>/dev/null || true
+        if kill -0 "$pid" 2>/dev/null; then
+            echo "mariadb-sysbench: server $pid ($lock) did not stop; killing it" >&2
+            kill -9 "$pid" 2>/dev/null || true
         fi
-        wait "$server_pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
     fi
-    server_pid=""
+    server_pid[$lock]=""
 }
 cleanup() {
-    stop_server
+    for lock in "${!server_pid[@]}"; do stop_server "$lock"; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -98,41 +98,56 @@ echo "== mariadb-sysbench: $("$mariadbd_bin" --version | head -1)"
 echo "   $(sysbench --version); threads: $threads; ${run_time}s per run; $tables table(s) of $table_size rows"
 echo "   library: ${lib:-none}; temp dir: $tmp"
 
-mariadb-install-db --no-defaults --datadir="$tmp/data" "${user_opt[@]}" --skip-test-db \
+mariadb-install-db --no-defaults --datadir="$tmp/data-first" "${user_opt[@]}" --skip-test-db \
     --auth-root-authentication-method=normal >"$tmp/install.log" 2>&1 || {
     echo "mariadb-sysbench: mariadb-install-db failed:" >&2
     tail -20 "$tmp/install.log" >&2
     exit 1
 }
 
-# start_server LOCK: starts mariadbd with glibc's locks (no preload) or the library's.
+# start_server LOCK: starts a mariadbd on datadir data-LOCK and socket sock-LOCK, with glibc's
+# locks (no preload) or the library's.
 start_server() {
-    local lock="$1"
+    local lock="$1" sock="$tmp/sock-$1"
     local env=(env -u LD_PRELOAD)
     if [ "$lock" != glibc ]; then
         env=(env LD_PRELOAD="$lib" SCALELOCK_LOCK="$lock" SCALELOCK_LOCKSTAT=1
              SCALELOCK_LOCKSTAT_FILE="$tmp/lockstat-$lock.txt" SCALELOCK_LOCKSTAT_TOP=15)
     fi
-    "${env[@]}" "$mariadbd_bin" --no-defaults "${user_opt[@]}" --datadir="$tmp/data" \
-        --socket="$sock" --pid-file="$pidfile" --skip-networking --bind-address=127.0.0.1 \
+    "${env[@]}" "$mariadbd_bin" --no-defaults "${user_opt[@]}" --datadir="$tmp/data-$lock" \
+        --socket="$sock" --pid-file="$tmp/pid-$lock" --skip-networking --bind-address=127.0.0.1 \
         --log-error="$tmp/error-$lock.log" --innodb-buffer-pool-size=256M \
         --innodb-log-file-size=64M --innodb-flush-log-at-trx-commit=2 --skip-log-bin \
         --max-connections=300 --max-prepared-stmt-count=100000 >"$tmp/server-$lock.out" 2>&1 &
-    server_pid=$!
+    server_pid[$lock]=$!
     for _ in $(seq 1 600); do
         if mariadb-admin --no-defaults --socket="$sock" -uroot ping >/dev/null 2>&1; then
             return 0
         fi
-        if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
+        if ! kill -0 "${server_pid[$lock]}" 2>/dev/null; then break; fi
         sleep 0.1
     done
     echo "mariadb-sysbench: mariadbd ($lock) did not start:" >&2
-    tail -30 "$tmp/error-$lock.log" >&2
+    tail -30 "$tmp/error-$lock.log" "$tmp/server-$lock.out" >&2
     exit 1
 }
 
-sb_common=(--db-driver=mysql --mysql-socket="$sock" --mysql-user=root --mysql-db=sbtest
-           --tables="$tables" --table-size="$table_size")
+# check_alive LOCK: fails the script if that server has died.
+check_alive() {
+    if ! kill -0 "${server_pid[$1]}" 2>/dev/null; then
+        echo "mariadb-sysbench: mariadbd ($1) died:" >&2
+        tail -30 "$tmp/error-$1.log" "$tmp/server-$1.out" >&2
+        exit 1
+    fi
+}
+
+# sb LOCK ARGS..: sysbench against that lock's server.
+sb() {
+    local lock="$1"
+    shift
+    sysbench "$@" --db-driver=mysql --mysql-socket="$tmp/sock-$lock" --mysql-user=root \
+        --mysql-db=sbtest --tables="$tables" --table-size="$table_size"
+}
 
 failed=0
 declare -A tps p95 maxl errs
@@ -140,8 +155,9 @@ declare -A tps p95 maxl errs
 # run_one LOCK WORKLOAD THREADS
 run_one() {
     local lock="$1" w="$2" t="$3" out rc=0
-    out="$(sysbench "$w" "${sb_common[@]}" --threads="$t" --time="$run_time" --events=0 \
-        --percentile=95 --report-interval=0 run 2>&1)" || rc=$?
+    check_alive "$lock"
+    out="$(sb "$lock" "$w" --threads="$t" --time="$run_time" --events=0 --percentile=95 \
+        --report-interval=0 run 2>&1)" || rc=$?
     local key="$w/$lock/$t"
     if [ "$rc" != 0 ] || grep -q "FATAL" <<<"$out"; then
         echo "mariadb-sysbench: sysbench $w, $t threads, $lock failed (exit $rc):" >&2
@@ -161,37 +177,40 @@ run_one() {
     fi
 }
 
-prepared=0
+# Prepare the tables once, then give every lock its own copy of the same datadir, and run both
+# servers side by side: runs alternate between them point by point, so that the load of a shared
+# machine drifting over time hits both alike.
+server_pid[prep]=""
+mv "$tmp/data-first" "$tmp/data-prep"
+start_server prep
+mariadb --no-defaults --socket="$tmp/sock-prep" -uroot -e "CREATE DATABASE sbtest" >/dev/null
+sb prep oltp_read_write --threads=2 prepare >"$tmp/prepare.log" 2>&1 || {
+    echo "mariadb-sysbench: sysbench prepare failed:" >&2
+    tail -20 "$tmp/prepare.log" >&2
+    exit 1
+}
+stop_server prep
 for lock in $locks; do
-    echo "== $lock"
+    cp -a "$tmp/data-prep" "$tmp/data-$lock"
     start_server "$lock"
-    if [ "$prepared" = 0 ]; then
-        mariadb --no-defaults --socket="$sock" -uroot -e "CREATE DATABASE sbtest" >/dev/null
-        sysbench oltp_read_write "${sb_common[@]}" --threads=2 prepare >"$tmp/prepare.log" 2>&1 || {
-            echo "mariadb-sysbench: sysbench prepare failed:" >&2
-            tail -20 "$tmp/prepare.log" >&2
-            exit 1
-        }
-        prepared=1
-    fi
-    for w in oltp_read_only oltp_read_write; do
-        if ! kill -0 "$server_pid" 2>/dev/null; then
-            echo "mariadb-sysbench: mariadbd ($lock) died:" >&2
-            tail -30 "$tmp/error-$lock.log" "$tmp/server-$lock.out" >&2
-            exit 1
-        fi
-        # One short warm-up so both locks start from a warm buffer pool.
-        sysbench "$w" "${sb_common[@]}" --threads=2 --time=1 run >/dev/null 2>&1 || true
-        for t in $threads; do
+done
+rm -rf "$tmp/data-prep"
+echo "   servers: $(for l in $locks; do printf '%s (pid %s) ' "$l" "${server_pid[$l]}"; done)"
+
+for w in oltp_read_only oltp_read_write; do
+    for lock in $locks; do
+        # A short warm-up so every server starts from a warm buffer pool.
+        sb "$lock" "$w" --threads=2 --time=1 run >/dev/null 2>&1 || true
+    done
+    for t in $threads; do
+        for lock in $locks; do
             run_one "$lock" "$w" "$t"
         done
     done
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-        echo "mariadb-sysbench: mariadbd ($lock) died during the runs:" >&2
-        tail -30 "$tmp/error-$lock.log" "$tmp/server-$lock.out" >&2
-        failed=1
-    fi
-    stop_server
+done
+for lock in $locks; do
+    check_alive "$lock"
+    stop_server "$lock"   # the library writes its lockstat table as the server exits
 done
 
 echo
@@ -214,7 +233,7 @@ done
 for lock in $locks; do
     if [ -f "$tmp/lockstat-$lock.txt" ]; then
         echo
-        echo "== lockstat, mariadbd under $lock (whole run), top lines"
+        echo "== lockstat, mariadbd under $lock (whole run, both workloads), top lines"
         head -n 25 "$tmp/lockstat-$lock.txt"
     elif [ "$lock" != glibc ]; then
         echo
