@@ -29,7 +29,8 @@
 //!
 //! - `SCALELOCK_LOCK=scalelock|spin|glibc`: scalelock's adaptive mutex (default); the same with
 //!   `SpinPolicy::Always` (a pure spinlock, for comparison); or pure pass-through to glibc (A/B runs).
-//! - `SCALELOCK_SPIN`: as in the library (`auto`, nanoseconds, `0`, `always`).
+//! - `SCALELOCK_SPIN`: as in the library (`auto`, nanoseconds, `0`, `always`); `SCALELOCK_LOCK=spin`
+//!   overrides it with `always`.
 //!
 //! A bad value gets one line on stderr and the default.
 //!
