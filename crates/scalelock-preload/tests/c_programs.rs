@@ -145,3 +145,28 @@ fn locks_taken_before_the_library_constructor_runs() {
 fn rwlock_readers_in_parallel_writer_exclusion_error_codes() {
     all_ways("rwlock");
 }
+
+#[test]
+fn no_lock_call_allocates() {
+    let exe = compile("noalloc");
+    // The guard itself works: an allocation made inside a guarded call aborts the program.
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.env("NOALLOC_SELFTEST", "1").env_remove("LD_PRELOAD");
+    let (status, _, err) = common::run_with_timeout(cmd, common::PROGRAM_TIMEOUT).expect("ran");
+    assert!(
+        !status.success() && err.contains("allocation inside"),
+        "{status}: {err}"
+    );
+    all_ways("noalloc");
+    let lib = preload_lib();
+    let env = [("SCALELOCK_LOCKSTAT", "1")];
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: None,
+            expect: "scalelock",
+            env: &env,
+        },
+    );
+}

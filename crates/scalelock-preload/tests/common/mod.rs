@@ -28,6 +28,11 @@ pub fn preload_lib() -> PathBuf {
 /// Compiles `tests/c/<name>.c` with gcc into the target's temporary folder; returns the binary.
 /// Each call compiles to its own file, so tests running in parallel never share one.
 pub fn compile(name: &str) -> PathBuf {
+    compile_with(name, &[])
+}
+
+/// [`compile`] with more gcc flags.
+pub fn compile_with(name: &str, flags: &[&str]) -> PathBuf {
     static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,6 +53,7 @@ pub fn compile(name: &str) -> PathBuf {
             "-o",
         ])
         .arg(&out)
+        .args(flags)
         .arg(&src)
         .arg("-ldl")
         .status()
