@@ -10,9 +10,11 @@
 #
 #   scripts/mariadb-sysbench.sh [--quick] [--threads "1 2 4 8"] [--time SECONDS]
 #                               [--locks "glibc scalelock"] [--lib PATH] [--results FILE]
+#                               [--histograms DIR]
 #
 # --quick        CI integration test: 1 table of 10000 rows, threads "1 4", 4 s per run.
-# --results FILE one line per run: workload lock threads tps p95_ms max_ms errors
+# --results FILE one line per run: workload lock threads tps p95_ms max_ms errors transactions
+# --histograms DIR  sysbench's latency histogram of each run, in DIR/WORKLOAD-LOCK-THREADS.txt
 #
 # Exit status: 0 when every run finished without a sysbench error; 1 on any error (a sysbench
 # run that exits non-zero or reports FATAL, a server that does not start or dies); 77 when
@@ -30,6 +32,7 @@ table_size=20000
 locks="glibc scalelock"
 lib="${SCALELOCK_PRELOAD_LIB:-}"
 results=""
+histograms=""
 
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -39,7 +42,8 @@ while [ $# -gt 0 ]; do
         --locks) locks="$2"; shift ;;
         --lib) lib="$2"; shift ;;
         --results) results="$2"; shift ;;
-        -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+        --histograms) histograms="$2"; shift ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
         *) echo "mariadb-sysbench: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -157,7 +161,7 @@ run_one() {
     local lock="$1" w="$2" t="$3" out rc=0
     check_alive "$lock"
     out="$(sb "$lock" "$w" --threads="$t" --time="$run_time" --events=0 --percentile=95 \
-        --report-interval=0 run 2>&1)" || rc=$?
+        --report-interval=0 --histogram="$([ -n "$histograms" ] && echo on || echo off)" run 2>&1)" || rc=$?
     local key="$w/$lock/$t"
     if [ "$rc" != 0 ] || grep -q "FATAL" <<<"$out"; then
         echo "mariadb-sysbench: sysbench $w, $t threads, $lock failed (exit $rc):" >&2
@@ -173,7 +177,14 @@ run_one() {
     printf '   %-16s %-10s %3s threads: %10s tps  p95 %8s ms  max %9s ms  errors %s\n' \
         "$w" "$lock" "$t" "${tps[$key]}" "${p95[$key]}" "${maxl[$key]}" "${errs[$key]}"
     if [ -n "$results" ]; then
-        echo "$w $lock $t ${tps[$key]} ${p95[$key]} ${maxl[$key]} ${errs[$key]}" >>"$results"
+        local total
+        total="$(awk '/transactions:/ {print $2}' <<<"$out")"
+        echo "$w $lock $t ${tps[$key]} ${p95[$key]} ${maxl[$key]} ${errs[$key]} $total" >>"$results"
+    fi
+    if [ -n "$histograms" ]; then
+        mkdir -p "$histograms"
+        awk '/Latency histogram/ {on=1; next} on && /\|/ {print} on && !/\|/ && NF==0 {on=0}' \
+            <<<"$out" >"$histograms/$w-$lock-$t.txt"
     fi
 }
 

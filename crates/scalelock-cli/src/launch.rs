@@ -156,7 +156,7 @@ fn lock_env(lock: &str, spin: Option<&str>) -> Result<Vec<(OsString, OsString)>,
 
 /// Where the preload library is: `$SCALELOCK_PRELOAD_LIB`, else next to this binary or one
 /// folder up.
-fn find_library() -> Result<PathBuf, String> {
+pub(crate) fn find_library() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("SCALELOCK_PRELOAD_LIB") {
         let p = PathBuf::from(p);
         return if p.is_file() {

@@ -58,6 +58,7 @@ use std::sync::Arc;
 
 mod adaptive_grid;
 mod log_append;
+mod mariadb_sysbench;
 mod mutex_common;
 mod mutex_long;
 mod mutex_short;
@@ -78,6 +79,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(read_write::ReadWrite),
         Box::new(recursive_read::RecursiveRead),
         Box::new(log_append::LogAppend),
+        Box::new(mariadb_sysbench::MariadbSysbench),
     ]
 }
 
@@ -92,6 +94,11 @@ pub trait Workload: Send + Sync {
     /// The series compared against the best of the others in tables and reports.
     fn ours(&self) -> &'static str {
         "scalelock"
+    }
+    /// Whether a bench run without `--workload` includes it (false for workloads that need
+    /// outside programs or take minutes, such as `mariadb-sysbench`).
+    fn in_default_sweep(&self) -> bool {
+        true
     }
     /// The measurements to make for this selection.
     fn plan(&self, sel: &Selection) -> Vec<Point>;
