@@ -32,6 +32,12 @@
 //! That ordering is why this is not scalelock's `Condvar`, which requeues broadcast waiters onto
 //! the mutex and leaves its count only once they are running again; it also lets a condvar wait
 //! on a mutex that glibc serves (robust, priority-inherit), which scalelock's cannot.
+//!
+//! # Limitation: thread cancellation
+//!
+//! glibc's `pthread_cond_wait` is a cancellation point; this one is not: a thread that
+//! `pthread_cancel` targets while it waits here is cancelled at its next cancellation point
+//! after the wait returns (a notification or, for timed waits, the deadline), not during the wait.
 
 use crate::config::{mode, Mode};
 use crate::mutex::{clock_of, reacquire_after_wait, release_for_wait};
