@@ -34,7 +34,7 @@
 //! ```text
 //!  RawBiasedRwLock (one 64-byte line)          visible-readers table (static, one row per CPU)
 //!  +-------------------------------------+     row 0: [slot 0 .. slot 15]  128-byte aligned
-//!  | rbias         1: readers may defer  |     row 1: [slot 0 .. slot 15]
+//!  | rbias         BIASED/REVOKING/OFF   |     row 1: [slot 0 .. slot 15]
 //!  | drain         bit 0: a writer sleeps|     ...
 //!  |               bits 1..: sequence    |     slot = address of the lock a reader holds, or 0
 //!  | inhibit_until no re-bias before (ns)|
@@ -44,12 +44,15 @@
 //!  | lock          RawRwLock (12 bytes)  |
 //!  +-------------------------------------+
 //!
-//!  reader, bias on:  slot: 0 -> L (CAS, own CPU's row);  SC;  rbias still 1? enter : withdraw
-//!  reader, bias off: lock.lock_shared(); if the back-off has passed: rbias 0 -> 1
-//!  reader unlock:    deferred? slot: L -> 0; SC; rbias 0 (a revocation)? bump drain, wake
+//!  reader, BIASED:   slot: 0 -> L (CAS, own CPU's row); SC; still BIASED? enter : withdraw
+//!  reader, not:      lock.lock_shared(); if the back-off has passed and no writer waits:
+//!                    rbias -> BIASED
+//!  reader unlock:    deferred? slot: L -> 0; SC; not BIASED (a revocation)? bump drain, wake
 //!                    else lock.unlock_shared()
-//!  writer:           lock.lock_exclusive(); if rbias: rbias 1 -> 0; SC; wait until no slot
-//!                    names L (spin, then sleep on `drain`); inhibit_until = now + backoff
+//!  writer:           if the underlying lock is busy: BIASED -> REVOKING (stop new deferred
+//!                    readers while waiting), lock.lock_exclusive(); then unless OFF:
+//!                    rbias -> OFF; SC; wait until no slot names L (spin, then sleep on
+//!                    `drain`); inhibit_until = now + back-off
 //!  writer unlock:    lock.unlock_exclusive()
 //! ```
 //!
@@ -57,9 +60,9 @@
 //! reads `rbias`, a writer clears `rbias` and then reads the slots, so either the writer sees the
 //! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). A reader
 //! that withdraws, or leaves while a revocation may be waiting, bumps `drain` and wakes the
-//! writer if it announced that it sleeps. Invariant: while `rbias` is 0 and no revocation is in
-//! progress, no reader is inside through a slot, so a writer that finds the bias off needs no
-//! scan. A thread that already holds a deferred read lock on `L` and reads it again only bumps its
+//! writer if it announced that it sleeps. Invariant: while `rbias` is OFF and no revocation is
+//! in progress, no reader is inside through a slot, so a writer that finds it OFF needs no scan;
+//! `rbias` only becomes BIASED or OFF under the underlying lock (read or write respectively). A thread that already holds a deferred read lock on `L` and reads it again only bumps its
 //! nesting count: nested reads never wait (not even behind a revoking writer, who waits for that
 //! very thread), so `read` and `read_recursive` are both safe to nest here while the lock is
 //! biased.
@@ -84,6 +87,15 @@ const MAX_BACKOFF: u32 = 10;
 const PAYOFF_FACTOR: u64 = 64;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
 const CLOCK_EVERY: u32 = 16;
+
+/// `rbias`: readers may enter through the visible-readers table.
+const BIASED: u32 = 1;
+/// `rbias`: off, and no reader is inside through the table (unless the holder of the underlying
+/// write lock is revoking right now).
+const OFF: u32 = 0;
+/// `rbias`: off, but readers may still be inside through the table: a writer waiting for the
+/// underlying lock stopped new deferred readers early; it scans once it holds the lock.
+const REVOKING: u32 = 2;
 
 const DRAIN_SLEEPING: u32 = 1;
 const DRAIN_STEP: u32 = 2;
@@ -130,7 +142,7 @@ impl RawBiasedRwLock {
     #[cfg(not(loom))]
     pub const fn new() -> RawBiasedRwLock {
         RawBiasedRwLock {
-            rbias: AtomicU32::new(1),
+            rbias: AtomicU32::new(BIASED),
             drain: AtomicU32::new(0),
             inhibit_until: AtomicU64::new(0),
             enabled_at: AtomicU64::new(0),
@@ -144,7 +156,7 @@ impl RawBiasedRwLock {
     #[cfg(loom)]
     pub fn new() -> RawBiasedRwLock {
         RawBiasedRwLock {
-            rbias: AtomicU32::new(1),
+            rbias: AtomicU32::new(BIASED),
             drain: AtomicU32::new(0),
             inhibit_until: AtomicU64::new(0),
             enabled_at: AtomicU64::new(0),
@@ -264,7 +276,7 @@ impl RawBiasedRwLock {
             held::Nest::Full => return false,
             held::Nest::Free => {}
         }
-        if self.rbias.load(Ordering::Relaxed) == 0 {
+        if self.rbias.load(Ordering::Relaxed) != BIASED {
             return false;
         }
         let row = table::my_row();
@@ -287,7 +299,7 @@ impl RawBiasedRwLock {
                 sc_fence();
                 // Acquire (SeqCst): the reader that turned the bias on held the underlying read
                 // lock, after the last writer's release; that orders us after that writer.
-                if self.rbias.load(Ordering::SeqCst) != 0 {
+                if self.rbias.load(Ordering::SeqCst) == BIASED {
                     held::record(key, id);
                     return true;
                 }
@@ -305,7 +317,7 @@ impl RawBiasedRwLock {
         // SeqCst store then SeqCst load: the reader's side of the Dekker pair with `revoke`.
         slot.store(0, Ordering::SeqCst);
         sc_fence();
-        if self.rbias.load(Ordering::SeqCst) == 0 {
+        if self.rbias.load(Ordering::SeqCst) != BIASED {
             self.wake_revoker();
         }
     }
@@ -325,7 +337,7 @@ impl RawBiasedRwLock {
     /// writer will see the bias (its lock acquisition follows our unlock).
     #[inline]
     fn maybe_rebias(&self) {
-        if self.rbias.load(Ordering::Relaxed) == 0 && held::clock_due() {
+        if self.rbias.load(Ordering::Relaxed) == OFF && held::clock_due() {
             self.rebias_slow();
         }
     }
@@ -334,11 +346,18 @@ impl RawBiasedRwLock {
     fn rebias_slow(&self) {
         let now = now_ns();
         // (Under loom the clock stands still: re-enable at once, to explore re-biasing.)
-        if cfg!(loom) || now >= self.inhibit_until.load(Ordering::Relaxed) {
+        // Not while a writer waits (REVOKING, or WRITERS_WAITING below): it would only have to
+        // revoke again, and deferred readers, who never sleep, would keep the CPUs from the
+        // threads it waits for.
+        if (cfg!(loom) || now >= self.inhibit_until.load(Ordering::Relaxed))
+            && !self.lock.writers_waiting()
+        {
             self.enabled_at.store(now, Ordering::Relaxed);
             // Release: a reader that sees the bias on is ordered after our read lock's acquire,
-            // hence after the last writer.
-            self.rbias.store(1, Ordering::Release);
+            // hence after the last writer. A CAS from OFF: a waiting writer's REVOKING stays.
+            let _ = self
+                .rbias
+                .compare_exchange(OFF, BIASED, Ordering::Release, Ordering::Relaxed);
         }
     }
 
@@ -350,9 +369,34 @@ impl RawBiasedRwLock {
     /// waits for the deferred readers to leave.
     #[inline]
     pub fn lock_exclusive(&self) {
-        self.lock.lock_exclusive();
-        if self.rbias.load(Ordering::Relaxed) != 0 {
+        if !self.lock.try_lock_exclusive() {
+            self.stop_deferring();
+            self.lock.lock_exclusive();
+        }
+        if self.rbias.load(Ordering::Relaxed) != OFF {
             self.revoke(None);
+        }
+    }
+
+    /// A timed writer that stopped deferred readers and gave up lets them back in (unless the
+    /// holder of the underlying write lock has turned the bias OFF meanwhile: the CAS fails).
+    #[cold]
+    fn resume_deferring(&self) {
+        let _ = self
+            .rbias
+            .compare_exchange(REVOKING, BIASED, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// A writer about to wait for the underlying lock turns the bias off early (`REVOKING`):
+    /// new readers then queue on the underlying lock behind it, instead of entering through the
+    /// table and keeping the CPUs from the readers it waits for. The revocation proper (and the
+    /// scan) happens once it holds the underlying lock.
+    #[inline]
+    fn stop_deferring(&self) {
+        if self.rbias.load(Ordering::Relaxed) == BIASED {
+            let _ =
+                self.rbias
+                    .compare_exchange(BIASED, REVOKING, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
@@ -362,7 +406,7 @@ impl RawBiasedRwLock {
         if !self.lock.try_lock_exclusive() {
             return false;
         }
-        if self.rbias.load(Ordering::Relaxed) != 0
+        if self.rbias.load(Ordering::Relaxed) != OFF
             && !self.revoke(Some(&Deadline::after(core::time::Duration::ZERO)))
         {
             // SAFETY: taken just above.
@@ -375,10 +419,14 @@ impl RawBiasedRwLock {
     /// Takes the write lock, giving up at `deadline`.
     #[inline]
     pub fn try_lock_exclusive_until(&self, deadline: &Deadline) -> bool {
-        if !self.lock.try_lock_exclusive_until(deadline) {
-            return false;
+        if !self.lock.try_lock_exclusive() {
+            self.stop_deferring();
+            if !self.lock.try_lock_exclusive_until(deadline) {
+                self.resume_deferring();
+                return false;
+            }
         }
-        if self.rbias.load(Ordering::Relaxed) != 0 && !self.revoke(Some(deadline)) {
+        if self.rbias.load(Ordering::Relaxed) != OFF && !self.revoke(Some(deadline)) {
             // SAFETY: taken just above.
             unsafe { self.lock.unlock_exclusive() };
             return false;
@@ -446,9 +494,12 @@ impl RawBiasedRwLock {
     /// The calling context must hold an upgradable read lock.
     #[inline]
     pub unsafe fn upgrade(&self) {
-        // SAFETY: forwarded contract.
-        unsafe { self.lock.upgrade() };
-        if self.rbias.load(Ordering::Relaxed) != 0 {
+        // SAFETY (both): forwarded contract.
+        if !unsafe { self.lock.try_upgrade() } {
+            self.stop_deferring();
+            unsafe { self.lock.upgrade() };
+        }
+        if self.rbias.load(Ordering::Relaxed) != OFF {
             self.revoke(None);
         }
     }
@@ -483,7 +534,7 @@ impl RawBiasedRwLock {
         if !upgraded {
             return false;
         }
-        if self.rbias.load(Ordering::Relaxed) != 0 && !self.revoke(Some(deadline)) {
+        if self.rbias.load(Ordering::Relaxed) != OFF && !self.revoke(Some(deadline)) {
             // SAFETY: upgraded just above; going back keeps the caller's upgradable lock.
             unsafe { self.lock.downgrade_to_upgradable() };
             return false;
@@ -518,7 +569,7 @@ impl RawBiasedRwLock {
     /// Whether the read bias is currently on (a racy snapshot).
     #[inline]
     pub fn is_biased(&self) -> bool {
-        self.rbias.load(Ordering::Relaxed) != 0
+        self.rbias.load(Ordering::Relaxed) == BIASED
     }
 
     /// Whether the write lock is held (a racy snapshot).
@@ -544,7 +595,7 @@ impl RawBiasedRwLock {
         let key = self.key();
         let start = now_ns();
         // SeqCst store then SeqCst loads: the writer's side of the Dekker pair.
-        self.rbias.store(0, Ordering::SeqCst);
+        self.rbias.store(OFF, Ordering::SeqCst);
         sc_fence();
         let mut drained = true;
         'scan: for id in 0..table::rows() * SLOTS {
@@ -560,7 +611,7 @@ impl RawBiasedRwLock {
         if !drained {
             // We still hold the underlying write lock: nobody else can revoke or re-enable; the
             // readers still inside keep the bias's invariant valid once it is back on.
-            self.rbias.store(1, Ordering::Release);
+            self.rbias.store(BIASED, Ordering::Release);
             return false;
         }
         let end = now_ns();

@@ -164,3 +164,29 @@ fn upgrade_revokes_the_bias() {
         assert!(r.join().unwrap() <= 1);
     });
 }
+
+#[test]
+fn timed_writer_behind_an_upgradable_reader_gives_the_bias_back() {
+    loom::model(|| {
+        let s = shared();
+        s.lock.lock_upgradable(); // held on the underlying lock: the writer must wait
+        let s1 = s.clone();
+        let s2 = s.clone();
+        let tw = thread::spawn(move || {
+            if s1
+                .lock
+                .try_lock_exclusive_until(&Deadline::after(Duration::from_secs(3600)))
+            {
+                s1.data.with_mut(|p| unsafe { *p += 1 });
+                unsafe { s1.lock.unlock_exclusive() };
+            }
+        });
+        let r = thread::spawn(move || read(&s2));
+        let v = s.data.with(|p| unsafe { *p });
+        unsafe { s.lock.unlock_upgradable() };
+        tw.join().unwrap();
+        assert!(r.join().unwrap() <= 1);
+        assert_eq!(v, 0);
+        write(&s);
+    });
+}
