@@ -19,8 +19,8 @@
 //! (not per thread; 2 rows on a 2-core machine, 32 KB at most), plus waiting for the readers that
 //! were already inside. Revocation is what makes writes expensive, so the bias then stays off for
 //! a while: BRAVO's rule, `9 x` the measured revocation time, so revocation costs at most about a
-//! tenth of the time. When the bias keeps getting revoked soon after it came back (writes are
-//! frequent), that back-off doubles each time (up to `2^10 x 9 x`): the lock then behaves as the
+//! tenth of the time. When the bias keeps getting revoked sooner than it had been off (writes
+//! come faster than the back-off), that back-off doubles each time (up to `2^10 x 9 x`): the lock then behaves as the
 //! plain [`RawRwLock`] plus one predictable load, which is how it stays within a few percent of
 //! it. A reader on the slow path turns the bias back on once the back-off has passed.
 //!
@@ -47,20 +47,21 @@
 //!  reader, BIASED:   slot: 0 -> L (CAS, own CPU's row); SC; still BIASED? enter : withdraw
 //!  reader, not:      lock.lock_shared(); if the back-off has passed and no writer waits:
 //!                    rbias -> BIASED
-//!  reader unlock:    deferred? slot: L -> 0; SC; not BIASED (a revocation)? bump drain, wake
+//!  reader unlock:    deferred? slot: L -> 0 (plain store); not BIASED? bump drain, wake
 //!                    else lock.unlock_shared()
 //!  writer:           if the underlying lock is busy: BIASED -> REVOKING (stop new deferred
 //!                    readers while waiting), lock.lock_exclusive(); then unless OFF:
-//!                    rbias -> OFF; SC; wait until no slot names L (spin, then sleep on
+//!                    rbias -> OFF; SC; wait until no slot names L (spin, then timed naps on
 //!                    `drain`); inhibit_until = now + back-off
 //!  writer unlock:    lock.unlock_exclusive()
 //! ```
 //!
 //! The two "SC" points pair as in Dekker's algorithm: a reader publishes its slot and then
 //! reads `rbias`, a writer clears `rbias` and then reads the slots, so either the writer sees the
-//! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). A reader
-//! that withdraws, or leaves while a revocation may be waiting, bumps `drain` and wakes the
-//! writer if it announced that it sleeps. Invariant: while `rbias` is OFF and no revocation is
+//! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). Leaving is
+//! one plain store to the reader's own slot; a reader that withdraws, or leaves and sees a
+//! revocation under way, bumps `drain` and wakes the writer if it announced a nap. The writer's
+//! naps are timed, so a reader that misses the revocation costs it latency, never progress. Invariant: while `rbias` is OFF and no revocation is
 //! in progress, no reader is inside through a slot, so a writer that finds it OFF needs no scan;
 //! `rbias` only becomes BIASED or OFF under the underlying lock (read or write respectively). A thread that already holds a deferred read lock on `L` and reads it again only bumps its
 //! nesting count: nested reads never wait (not even behind a revoking writer, who waits for that
@@ -82,9 +83,6 @@ const HELD: usize = 8;
 const INHIBIT_FACTOR: u64 = 9;
 /// The largest back-off exponent: the bias stays off at most `2^10 x 9 x` the revocation cost.
 const MAX_BACKOFF: u32 = 10;
-/// A bias that lived fewer than this many revocation costs before the next revocation did not
-/// pay for itself: the back-off grows.
-const PAYOFF_FACTOR: u64 = 64;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
 const CLOCK_EVERY: u32 = 16;
 
@@ -96,6 +94,10 @@ const OFF: u32 = 0;
 /// `rbias`: off, but readers may still be inside through the table: a writer waiting for the
 /// underlying lock stopped new deferred readers early; it scans once it holds the lock.
 const REVOKING: u32 = 2;
+
+/// First and longest timed nap of a writer waiting for deferred readers to leave.
+const NAP_MIN_NS: u64 = 50_000;
+const NAP_MAX_NS: u64 = 1_000_000;
 
 const DRAIN_SLEEPING: u32 = 1;
 const DRAIN_STEP: u32 = 2;
@@ -255,7 +257,7 @@ impl RawBiasedRwLock {
     pub unsafe fn unlock_shared(&self) {
         let key = self.key();
         match held::release(key) {
-            Some(Some(slot)) => self.release_slot(table::slot(slot)),
+            Some(Some(slot)) => self.leave_slot(table::slot(slot)),
             Some(None) => {} // a nested deferred read: the outer one keeps the slot
             None => {
                 // SAFETY: the caller holds a read lock and it is not a deferred one, so it is a
@@ -271,11 +273,11 @@ impl RawBiasedRwLock {
     #[inline]
     fn try_deferred(&self) -> bool {
         let key = self.key();
-        match held::nest(key) {
+        let entry = match held::nest(key) {
             held::Nest::Nested => return true,
             held::Nest::Full => return false,
-            held::Nest::Free => {}
-        }
+            held::Nest::Free(entry) => entry,
+        };
         if self.rbias.load(Ordering::Relaxed) != BIASED {
             return false;
         }
@@ -300,24 +302,27 @@ impl RawBiasedRwLock {
                 // Acquire (SeqCst): the reader that turned the bias on held the underlying read
                 // lock, after the last writer's release; that orders us after that writer.
                 if self.rbias.load(Ordering::SeqCst) == BIASED {
-                    held::record(key, id);
+                    held::record(entry, key, id);
                     return true;
                 }
-                // A writer revoked the bias meanwhile: withdraw (it may be waiting for us).
-                self.release_slot(slot);
+                // A writer revoked the bias meanwhile: withdraw, and wake it (it may be waiting
+                // for this slot).
+                slot.store(0, Ordering::Release);
+                self.wake_revoker();
                 return false;
             }
         }
         false
     }
 
-    /// Clears a deferred reader's slot; wakes a revoking writer that may wait for it.
+    /// A deferred reader leaves: one plain store to its own slot. If a revocation is under way
+    /// it also wakes the writer; that wake-up is best effort (a Relaxed look at the bias), since
+    /// the writer's sleep is a timed nap that re-checks the slots anyway.
     #[inline]
-    fn release_slot(&self, slot: &AtomicUsize) {
-        // SeqCst store then SeqCst load: the reader's side of the Dekker pair with `revoke`.
-        slot.store(0, Ordering::SeqCst);
-        sc_fence();
-        if self.rbias.load(Ordering::SeqCst) != BIASED {
+    fn leave_slot(&self, slot: &AtomicUsize) {
+        // Release: the read section happens before the writer that sees the slot empty.
+        slot.store(0, Ordering::Release);
+        if self.rbias.load(Ordering::Relaxed) != BIASED {
             self.wake_revoker();
         }
     }
@@ -617,8 +622,13 @@ impl RawBiasedRwLock {
         let end = now_ns();
         let cost = end.saturating_sub(start).max(1);
         let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
-        let backoff = if lived < cost.saturating_mul(PAYOFF_FACTOR) {
-            (self.backoff.load(Ordering::Relaxed) + 1).min(MAX_BACKOFF)
+        // The bias was on for a shorter time than it is about to be off: writes come faster
+        // than the back-off, so each re-bias buys little and costs a revocation. Double the
+        // back-off (the bias fades out as writes get frequent); reset it once the bias lives
+        // longer than it was off.
+        let previous = self.backoff.load(Ordering::Relaxed);
+        let backoff = if lived < cost.saturating_mul(INHIBIT_FACTOR) << previous {
+            (previous + 1).min(MAX_BACKOFF)
         } else {
             0
         };
@@ -629,12 +639,18 @@ impl RawBiasedRwLock {
         true
     }
 
-    /// Waits until `slot` no longer names this lock: spins, then sleeps on `drain`.
+    /// Waits until `slot` no longer names this lock: spins, then naps on `drain`. Readers that
+    /// leave or withdraw during a revocation bump `drain` and wake the writer if it announced a
+    /// nap, but a leaving reader only looks at the bias with a Relaxed load (its unlock stays
+    /// two plain memory operations), so it may miss the revocation: the nap is therefore timed
+    /// (50 us, doubling up to 1 ms) and the slots are re-checked after it. Correctness never
+    /// depends on a wake-up, only the writer's latency does.
     fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
         // Deferred readers leave after a read section: spin about as long as that has been
-        // paying on this lock, then sleep.
+        // paying on this lock, then nap.
         let mut spinner = Spinner::new(self.spin.budget());
         let mut learned = false;
+        let mut nap_ns = NAP_MIN_NS;
         loop {
             if slot.load(Ordering::Acquire) != key {
                 if !learned && spinner.has_spun() {
@@ -654,18 +670,28 @@ impl RawBiasedRwLock {
                 self.spin.record(false, 0);
                 learned = true;
             }
-            // Announce that we sleep, then re-check: a reader that clears its slot after our
-            // announcement sees DRAIN_SLEEPING and wakes us; one that cleared it before changed
-            // `drain` (Release), which our Acquire RMW sees along with its slot store.
             let d = self.drain.fetch_or(DRAIN_SLEEPING, Ordering::Acquire) | DRAIN_SLEEPING;
             if slot.load(Ordering::Acquire) != key {
                 return true;
             }
-            if !futex::wait(&self.drain, d, deadline) {
-                return slot.load(Ordering::Acquire) != key;
-            }
+            let nap = Deadline::after(core::time::Duration::from_nanos(nap_ns));
+            let until = match deadline {
+                Some(d) if earlier(d, &nap) => d,
+                _ => &nap,
+            };
+            futex::wait(&self.drain, d, Some(until));
+            nap_ns = (nap_ns * 2).min(NAP_MAX_NS);
+            // Under loom a timed wait returns at once: let the reader run.
+            #[cfg(loom)]
+            loom::thread::yield_now();
         }
     }
+}
+
+/// Whether deadline `a` comes before `b` (different clocks: assume not).
+fn earlier(a: &Deadline, b: &Deadline) -> bool {
+    let (ta, tb) = (a.as_timespec(), b.as_timespec());
+    a.clock() == b.clock() && (ta.tv_sec, ta.tv_nsec) < (tb.tv_sec, tb.tv_nsec)
 }
 
 /// Under loom, SeqCst accesses are modelled as AcqRel only; a SeqCst fence restores the
@@ -829,8 +855,8 @@ mod held {
         Nested,
         /// No room to record another deferred read lock (or thread-locals are gone).
         Full,
-        /// Not held, and there is room.
-        Free,
+        /// Not held; this entry is free to record it.
+        Free(usize),
     }
 
     /// Nests into a deferred read lock this thread holds on `key`, or says whether a new one
@@ -838,33 +864,30 @@ mod held {
     #[inline]
     pub(super) fn nest(key: usize) -> Nest {
         with(|h| {
-            let mut free = false;
+            let mut free = None;
             for i in 0..HELD {
                 let k = h.key[i].get();
                 if k == key {
                     h.depth[i].set(h.depth[i].get() + 1);
                     return Nest::Nested;
                 }
-                free |= k == 0;
+                if k == 0 && free.is_none() {
+                    free = Some(i);
+                }
             }
-            if free {
-                Nest::Free
-            } else {
-                Nest::Full
-            }
+            free.map_or(Nest::Full, Nest::Free)
         })
         .unwrap_or(Nest::Full)
     }
 
-    /// Records a new deferred read lock on `key` in slot `slot` (room was checked by `nest`).
+    /// Records a new deferred read lock on `key` in slot `slot`, in the free `entry` that
+    /// `nest` found.
     #[inline]
-    pub(super) fn record(key: usize, slot: usize) {
+    pub(super) fn record(entry: usize, key: usize, slot: usize) {
         with(|h| {
-            if let Some(i) = (0..HELD).find(|&i| h.key[i].get() == 0) {
-                h.key[i].set(key);
-                h.slot[i].set(slot);
-                h.depth[i].set(1);
-            }
+            h.key[entry].set(key);
+            h.slot[entry].set(slot);
+            h.depth[entry].set(1);
         });
     }
 
