@@ -703,7 +703,6 @@ fn sc_fence() {
     loom::sync::atomic::fence(Ordering::SeqCst);
 }
 
-#[cfg(not(loom))]
 impl Default for RawBiasedRwLock {
     fn default() -> RawBiasedRwLock {
         RawBiasedRwLock::new()

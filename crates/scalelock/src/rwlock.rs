@@ -883,7 +883,6 @@ fn keep_waiting(s: u32, waited: bool) -> u32 {
     }
 }
 
-#[cfg(not(loom))]
 impl Default for RawRwLock {
     fn default() -> RawRwLock {
         RawRwLock::new()
