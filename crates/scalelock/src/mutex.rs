@@ -197,21 +197,6 @@ impl RawMutex {
         self.lock_slow(None, true);
     }
 
-    /// Marks the mutex contended, so that the next unlock wakes a sleeper; if it is not held, wakes
-    /// one sleeper now. Used by the condvar after moving its sleepers onto this mutex's word.
-    pub(crate) fn wake_requeued(&self) {
-        let s = self.state.fetch_or(CONTENDED, Ordering::Relaxed);
-        if s & LOCKED == 0 {
-            futex::wake(&self.state, 1);
-        }
-    }
-
-    /// Sets `CONTENDED` before sleepers are requeued onto this mutex, so any unlock from now on
-    /// wakes one of them.
-    pub(crate) fn mark_contended(&self) {
-        self.state.fetch_or(CONTENDED, Ordering::Relaxed);
-    }
-
     /// The futex word, the target of a condvar's requeue.
     pub(crate) fn futex_word(&self) -> &AtomicU32 {
         &self.state
@@ -408,7 +393,6 @@ impl RawMutex {
     }
 }
 
-#[cfg(not(loom))]
 impl Default for RawMutex {
     fn default() -> RawMutex {
         RawMutex::new()

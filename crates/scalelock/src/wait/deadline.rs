@@ -56,6 +56,8 @@ pub struct Deadline {
 
 const NANOS: i64 = 1_000_000_000;
 
+// `time_t` and `c_long` are not i64 on every target: keep the casts.
+#[allow(clippy::unnecessary_cast)]
 fn add(ts: libc::timespec, d: Duration) -> libc::timespec {
     let mut sec = (ts.tv_sec as i64).saturating_add(d.as_secs().min(i64::MAX as u64) as i64);
     let mut nsec = ts.tv_nsec as i64 + d.subsec_nanos() as i64;
@@ -72,6 +74,16 @@ fn add(ts: libc::timespec, d: Duration) -> libc::timespec {
 impl Deadline {
     /// A deadline `timeout` from now on the monotonic clock (saturating far in the future).
     pub fn after(timeout: Duration) -> Deadline {
+        if cfg!(loom) {
+            let ts = libc::timespec {
+                tv_sec: timeout.as_secs() as libc::time_t,
+                tv_nsec: 0,
+            };
+            return Deadline {
+                ts,
+                clock: Clock::Monotonic,
+            };
+        }
         Deadline {
             ts: add(Clock::Monotonic.now(), timeout),
             clock: Clock::Monotonic,
@@ -86,6 +98,7 @@ impl Deadline {
 
     /// A deadline given as a C `timespec` on `clock`, or `None` if `ts` is not a valid time
     /// (negative seconds, or nanoseconds outside `0..1_000_000_000`): the `EINVAL` case of POSIX.
+    #[allow(clippy::unnecessary_cast)]
     pub fn from_timespec(clock: Clock, ts: libc::timespec) -> Option<Deadline> {
         if ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec as i64 >= NANOS {
             return None;
@@ -95,6 +108,13 @@ impl Deadline {
 
     /// Whether the deadline has been reached.
     pub fn has_passed(&self) -> bool {
+        #[cfg(loom)]
+        {
+            // Under loom, time is the model's virtual clock (see futex_loom.rs), and a deadline
+            // `after(d)` passes after `d.as_secs()` ticks.
+            return super::futex::virtual_ticks() >= self.ts.tv_sec as u64;
+        }
+        #[allow(unreachable_code)]
         let now = self.clock.now();
         (now.tv_sec, now.tv_nsec) >= (self.ts.tv_sec, self.ts.tv_nsec)
     }

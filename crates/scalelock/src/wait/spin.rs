@@ -342,6 +342,7 @@ pub struct Spinner {
     budget_ps: u64,
     spent_ps: u64,
     step: u32,
+    #[cfg_attr(loom, allow(dead_code))]
     seed: u32,
 }
 
