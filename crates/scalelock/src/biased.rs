@@ -17,15 +17,17 @@
 //! waits until no slot of the table names this lock: those readers entered before the revocation
 //! and finish their read sections. The writer's price is bounded: one scan of one row per CPU
 //! (not per thread; 2 rows on a 2-core machine, 32 KB at most), plus waiting for the readers that
-//! were already inside. Revocation is what makes writes expensive, so the bias then stays off for
-//! a while, in proportion to the measured revocation time (BRAVO's rule). BRAVO waits `9 x` that
-//! time, which caps the writers' overhead near a tenth, but also keeps the bias off for most of
-//! the time at a write per thousand reads on a fast machine (a ~1 us revocation every ~12 us);
-//! scalelock waits `2 x` and adds a back-off instead: when the bias keeps getting revoked sooner
-//! than it had been off (writes come faster than the back-off), the wait doubles each time (up to
-//! `2^10 x 2 x`), so as writes get frequent the bias fades out and the lock behaves as the plain
-//! [`RawRwLock`] plus one predictable load, which is how it stays within a few percent of it. A
-//! reader on the slow path turns the bias back on once the back-off has passed.
+//! were already inside. Revocation is what makes writes expensive, so BRAVO keeps the bias off
+//! for `9 x` the measured revocation time afterwards, which caps the writers' overhead near a
+//! tenth. On a fast machine that rule keeps the bias off most of the time at one write per
+//! thousand reads (a ~1 us revocation every ~15 us), and the readers then pay for a shared cache
+//! line on every read. scalelock asks instead whether the bias *paid*: it did if it lived at
+//! least `8 x` the revocation time (so revocations take under a ninth of the time); then it
+//! comes back at once. Otherwise it stays off for a back-off window, `2 x` the revocation time
+//! doubled for each unpaid revocation in a row (up to `2^10`): as writes get frequent, the bias
+//! fades out and the lock behaves as
+//! the plain [`RawRwLock`] plus one predictable load, which is how it stays within a few percent
+//! of it. A reader on the slow path turns the bias back on once the window has passed.
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
 //! and a writer that locks all eight), the lock object here is one cache line and the table is
@@ -82,9 +84,10 @@ const SLOTS: usize = if cfg!(loom) { 2 } else { 16 };
 const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
 /// Deferred read locks one thread can hold at once (more take the slow path).
 const HELD: usize = 8;
-/// The bias stays off for this many times the last revocation's cost (BRAVO uses 9; see the
-/// module docs), times the back-off.
+/// A back-off window is this many times the last revocation's cost, times `2^backoff`.
 const INHIBIT_FACTOR: u64 = 2;
+/// A bias that lived fewer than this many revocation costs did not pay for its revocation.
+const PAYOFF_FACTOR: u64 = 8;
 /// The largest back-off exponent: the bias stays off at most `2^10 x 2 x` the revocation cost.
 const MAX_BACKOFF: u32 = 10;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
@@ -626,18 +629,22 @@ impl RawBiasedRwLock {
         let end = now_ns();
         let cost = end.saturating_sub(start).max(1);
         let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
-        // The bias was on for a shorter time than it is about to be off: writes come faster
-        // than the back-off, so each re-bias buys little and costs a revocation. Double the
-        // back-off (the bias fades out as writes get frequent); reset it once the bias lives
-        // longer than it was off.
+        // Did the bias pay? Not if it lived less than PAYOFF_FACTOR revocation costs
+        // (revocations would eat over a ninth of the time: writes are frequent). Then the bias stays off for a back-off window that doubles with
+        // each such revocation, so it fades out; the first revocation after a bias that paid
+        // re-enables it at once.
         let previous = self.backoff.load(Ordering::Relaxed);
-        let backoff = if lived < cost.saturating_mul(INHIBIT_FACTOR) << previous {
+        let backoff = if lived < cost.saturating_mul(PAYOFF_FACTOR) {
             (previous + 1).min(MAX_BACKOFF)
         } else {
             0
         };
         self.backoff.store(backoff, Ordering::Relaxed);
-        let inhibit = cost.saturating_mul(INHIBIT_FACTOR) << backoff;
+        let inhibit = if backoff == 0 {
+            0
+        } else {
+            cost.saturating_mul(INHIBIT_FACTOR) << backoff
+        };
         self.inhibit_until
             .store(end.saturating_add(inhibit), Ordering::Relaxed);
         true
@@ -818,6 +825,8 @@ mod held {
         key: [Cell<usize>; HELD],
         slot: [Cell<usize>; HELD],
         depth: [Cell<u32>; HELD],
+        /// Entries in use: lets the common cases (none held) skip the scan.
+        used: Cell<u32>,
         clock: Cell<u32>,
     }
 
@@ -827,6 +836,7 @@ mod held {
                 key: [const { Cell::new(0) }; HELD],
                 slot: [const { Cell::new(0) }; HELD],
                 depth: [const { Cell::new(0) }; HELD],
+                used: Cell::new(0),
                 clock: Cell::new(0),
             }
         }
@@ -867,6 +877,9 @@ mod held {
     #[inline]
     pub(super) fn nest(key: usize) -> Nest {
         with(|h| {
+            if h.used.get() == 0 {
+                return Nest::Free(0);
+            }
             let mut free = None;
             for i in 0..HELD {
                 let k = h.key[i].get();
@@ -891,6 +904,7 @@ mod held {
             h.key[entry].set(key);
             h.slot[entry].set(slot);
             h.depth[entry].set(1);
+            h.used.set(h.used.get() + 1);
         });
     }
 
@@ -900,11 +914,15 @@ mod held {
     #[inline]
     pub(super) fn release(key: usize) -> Option<Option<usize>> {
         with(|h| {
+            if h.used.get() == 0 {
+                return None;
+            }
             let i = (0..HELD).find(|&i| h.key[i].get() == key)?;
             let depth = h.depth[i].get() - 1;
             h.depth[i].set(depth);
             if depth == 0 {
                 h.key[i].set(0);
+                h.used.set(h.used.get() - 1);
                 Some(Some(h.slot[i].get()))
             } else {
                 Some(None)
