@@ -381,7 +381,10 @@ impl RawBiasedRwLock {
     /// waits for the deferred readers to leave.
     #[inline]
     pub fn lock_exclusive(&self) {
-        if !self.lock.try_lock_exclusive() {
+        // With the bias off (writes are frequent) this is the plain lock's write path plus one
+        // load; with it on, a writer that must wait stops new deferred readers first.
+        let taken = self.rbias.load(Ordering::Relaxed) != OFF && self.lock.try_lock_exclusive();
+        if !taken {
             self.stop_deferring();
             self.lock.lock_exclusive();
         }
