@@ -25,9 +25,9 @@
 //! least `8 x` the revocation time (so revocations take under a ninth of the time); then it
 //! comes back at once. Otherwise it stays off for a back-off window, `2 x` the revocation time
 //! doubled for each unpaid revocation in a row (up to `2^10`): as writes get frequent, the bias
-//! fades out and the lock behaves as
-//! the plain [`RawRwLock`] plus one predictable load, which is how it stays within a few percent
-//! of it. A reader on the slow path turns the bias back on once the window has passed.
+//! fades out and the lock behaves as the plain [`RawRwLock`] plus one predictable load, which is
+//! how it stays within a few percent of it. A reader on the slow path turns the bias back on once
+//! the window has passed (it looks at the clock once every 16 slow reads).
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
 //! and a writer that locks all eight), the lock object here is one cache line and the table is
@@ -66,12 +66,19 @@
 //! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). Leaving is
 //! one plain store to the reader's own slot; a reader that withdraws, or leaves and sees a
 //! revocation under way, bumps `drain` and wakes the writer if it announced a nap. The writer's
-//! naps are timed, so a reader that misses the revocation costs it latency, never progress. Invariant: while `rbias` is OFF and no revocation is
-//! in progress, no reader is inside through a slot, so a writer that finds it OFF needs no scan;
-//! `rbias` only becomes BIASED or OFF under the underlying lock (read or write respectively). A thread that already holds a deferred read lock on `L` and reads it again only bumps its
-//! nesting count: nested reads never wait (not even behind a revoking writer, who waits for that
-//! very thread), so `read` and `read_recursive` are both safe to nest here while the lock is
-//! biased.
+//! naps are timed, so a reader that misses the revocation costs it latency, never progress.
+//!
+//! Invariant: while `rbias` is OFF and no revocation is in progress, no reader is inside through
+//! a slot, so a writer that finds it OFF needs no scan. `rbias` becomes OFF only under the
+//! underlying write lock, and BIASED from OFF only under an underlying read lock; REVOKING (set
+//! by a waiting writer, undone by a timed writer that gives up) only stops new deferred readers
+//! and changes nothing about who may be inside.
+//!
+//! Nesting: a thread that already holds a deferred read lock on `L` and reads it again only
+//! bumps its nesting count, so that nested read never waits, not even behind a revoking writer
+//! (who waits for that very thread). A nested plain `read` whose outer read went to the
+//! underlying lock (bias off) is the classic deadlock behind a waiting writer, and debug builds
+//! panic on it as [`RwLock`](crate::RwLock) does: nest with `read_recursive`.
 
 use crate::rwlock::RawRwLock;
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -633,9 +640,9 @@ impl RawBiasedRwLock {
         let cost = end.saturating_sub(start).max(1);
         let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
         // Did the bias pay? Not if it lived less than PAYOFF_FACTOR revocation costs
-        // (revocations would eat over a ninth of the time: writes are frequent). Then the bias stays off for a back-off window that doubles with
-        // each such revocation, so it fades out; the first revocation after a bias that paid
-        // re-enables it at once.
+        // (revocations would eat over a ninth of the time: writes are frequent). Then the bias
+        // stays off for a back-off window that doubles with each such revocation, so it fades
+        // out; after a bias that paid, the next slow reader may re-enable it at once.
         let previous = self.backoff.load(Ordering::Relaxed);
         let backoff = if lived < cost.saturating_mul(PAYOFF_FACTOR) {
             (previous + 1).min(MAX_BACKOFF)
@@ -793,7 +800,8 @@ mod table {
     const ROWS: usize = 2;
 
     loom::lazy_static! {
-        static ref TABLE: Vec<AtomicUsize> = (0..ROWS * SLOTS).map(|_| AtomicUsize::new(0)).collect();
+        static ref TABLE: Vec<AtomicUsize> =
+            (0..ROWS * SLOTS).map(|_| AtomicUsize::new(0)).collect();
         static ref NEXT_ROW: AtomicUsize = AtomicUsize::new(0);
     }
 

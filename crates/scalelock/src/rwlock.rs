@@ -531,8 +531,8 @@ impl RawRwLock {
 
     /// The contended path of readers and upgradable readers, who sleep on the state word.
     /// `take(s, entitled)` gives the new state if the lock may be taken from `s` by a thread
-    /// that is (or is not) entitled to its turn. `plain` marks a non-recursive read, subject to the debug-build
-    /// deadlock check. Returns false only if `deadline` passed first.
+    /// that is (or is not) entitled to its turn. `plain` marks a non-recursive read, subject to
+    /// the debug-build deadlock check. Returns false only if `deadline` passed first.
     #[cold]
     fn wait_parked(
         &self,

@@ -3,7 +3,8 @@
 //! still, so slow-path readers re-enable the bias at once and every model exercises both modes.
 //!
 //! Run with:
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release --target-dir target/loom --test loom_biased`
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release \
+//!  --target-dir target/loom --test loom_biased`
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;

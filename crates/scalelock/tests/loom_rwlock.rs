@@ -3,7 +3,8 @@
 //! reports a deadlock if one is).
 //!
 //! Run with:
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release --target-dir target/loom --test loom_rwlock`
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release \
+//!  --target-dir target/loom --test loom_rwlock`
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
