@@ -546,11 +546,14 @@ impl RawBiasedRwLock {
         unsafe { self.try_upgrade_inner(deadline, false) }
     }
 
+    /// # Safety
+    /// The calling context must hold an upgradable read lock.
     unsafe fn try_upgrade_inner(&self, deadline: &Deadline, immediate: bool) -> bool {
-        // SAFETY (both calls): the caller holds the upgradable lock.
         let upgraded = if immediate {
+            // SAFETY: the caller holds the upgradable lock (this function's contract).
             unsafe { self.lock.try_upgrade() }
         } else {
+            // SAFETY: as above.
             unsafe { self.lock.try_upgrade_until(deadline) }
         };
         if !upgraded {
