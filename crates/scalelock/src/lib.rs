@@ -6,6 +6,8 @@
 //!   futex; hands off to a waiter that has waited over a millisecond, so tail latency stays bounded
 //!   when threads outnumber cores.
 //! - [`Condvar`]: `notify_all` moves waiters onto the mutex instead of waking a herd.
+//! - [`stats`]: lockstat: acquisitions, contention, spin, sleeps, wait and hold times per lock and
+//!   per call site (`SCALELOCK_LOCKSTAT=1`).
 //! - [`wait`]: the one wait layer every lock shares (futex, calibrated spinning, learned budgets,
 //!   the process-wide [`SpinPolicy`](wait::SpinPolicy)).
 //!
@@ -21,15 +23,18 @@
 
 mod condvar;
 mod mutex;
+#[cfg(not(loom))]
+mod mutex_wrapper;
+pub mod stats;
 mod sync;
 pub mod wait;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
+#[cfg(not(loom))]
+pub use mutex::{MappedMutexGuard, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard};
 pub use mutex::{RawMutex, STARVATION_NS};
 #[cfg(not(loom))]
-pub use mutex::{
-    MappedMutexGuard, Mutex, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard,
-};
+pub use mutex_wrapper::Mutex;
 
 /// Re-export of the `lock_api` crate whose traits scalelock's raw locks implement.
 pub use lock_api;

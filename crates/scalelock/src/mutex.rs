@@ -51,6 +51,7 @@
 //! waiter that gives up after sleeping sets `CONTENDED` for the same reason. That is the invariant
 //! the loom models in `tests/loom_mutex.rs` check: no lost wake-up, no stranded hand-off.
 
+use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{futex, now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 
@@ -222,6 +223,7 @@ impl RawMutex {
         let mut sleep_start = 0u64;
         let mut starving = false;
         let mut s = self.state.load(Ordering::Relaxed);
+        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         loop {
             // Free: take it. A thread that has slept cannot know whether others still sleep, so it
             // keeps CONTENDED set, passing on any wake-up it consumed.
@@ -237,7 +239,7 @@ impl RawMutex {
                         if !learned && spinner.has_spun() {
                             self.spin.record(true, spinner.spent_ns());
                         }
-                        return true;
+                        return rec.done(self, true, spinner.spent_ns(), false);
                     }
                     Err(current) => {
                         s = current;
@@ -259,7 +261,7 @@ impl RawMutex {
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => return true,
+                    Ok(_) => return rec.done(self, true, spinner.spent_ns(), true),
                     Err(current) => {
                         s = current;
                         continue;
@@ -281,7 +283,8 @@ impl RawMutex {
 
             if let Some(d) = deadline {
                 if d.has_passed() {
-                    return slept && self.give_up_after_sleep();
+                    let got = slept && self.give_up_after_sleep();
+                    return rec.done(self, got, spinner.spent_ns(), false);
                 }
             }
 
@@ -303,13 +306,14 @@ impl RawMutex {
             if sleep_start == 0 {
                 sleep_start = now_ns();
             }
+            rec.sleep();
             let in_time = futex::wait(&self.state, s, deadline);
             slept = true;
             if !starving && now_ns().saturating_sub(sleep_start) > STARVATION_NS {
                 starving = true;
             }
             if !in_time {
-                return self.give_up_after_sleep();
+                return rec.done(self, self.give_up_after_sleep(), spinner.spent_ns(), false);
             }
             s = self.state.load(Ordering::Relaxed);
         }
@@ -344,6 +348,7 @@ impl RawMutex {
     /// The contended path of `unlock`: wake a sleeper, or hand the lock over to one.
     #[cold]
     fn unlock_slow(&self, fair: bool) {
+        stats::released(self as *const RawMutex as usize); // lockstat: ends a sampled hold
         let mut s = self.state.load(Ordering::Relaxed);
         let mut hand_off = fair;
         loop {
@@ -509,32 +514,7 @@ mod api {
 #[cfg(not(loom))]
 pub use api::RawThreadId;
 
-/// A mutual-exclusion lock protecting a `T`, built on [`RawMutex`].
-///
-/// ```
-/// use scalelock::Mutex;
-/// use std::sync::Arc;
-///
-/// let counter = Arc::new(Mutex::new(0u64));
-/// let handles: Vec<_> = (0..4)
-///     .map(|_| {
-///         let c = Arc::clone(&counter);
-///         std::thread::spawn(move || {
-///             for _ in 0..1000 {
-///                 *c.lock() += 1;
-///             }
-///         })
-///     })
-///     .collect();
-/// for h in handles {
-///     h.join().unwrap();
-/// }
-/// assert_eq!(*counter.lock(), 4000);
-/// ```
-#[cfg(not(loom))]
-pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
-
-/// The guard of a [`Mutex`]: the lock is held while it lives.
+/// The guard of a [`Mutex`](crate::Mutex): the lock is held while it lives.
 ///
 /// ```
 /// let m = scalelock::Mutex::new(vec![1]);

@@ -1,0 +1,224 @@
+//! What the locks call: the on/off switch, the contended-path [`Recorder`], the hold-time
+//! sampler, and the per-thread "who is acquiring" site.
+//!
+//! Everything a lock's fast path may touch is `#[inline]` and tiny (one relaxed load of
+//! [`STATE`]); everything else is `#[cold]`.
+
+use super::table::{self, Entry, Label, SITE_TOTAL, SITE_UNKNOWN};
+use crate::mutex::RawMutex;
+use crate::wait::now_ns;
+use core::cell::Cell;
+use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+
+/// Recording is off.
+pub(crate) const OFF: u8 = 0;
+/// Recording is on.
+pub(crate) const ON: u8 = 1;
+/// The environment has not been read yet.
+pub(crate) const UNREAD: u8 = 2;
+
+/// The switch. `OFF` is 0 so that the hot check is a load and a test against zero.
+pub(crate) static STATE: AtomicU8 = AtomicU8::new(UNREAD);
+/// Hold times (and per-site acquisitions) are sampled on every `SAMPLE_MASK + 1`-th acquisition
+/// of a lock; a power of two minus one.
+pub(crate) static SAMPLE_MASK: AtomicU64 = AtomicU64::new(super::DEFAULT_SAMPLE_PERIOD - 1);
+
+/// Whether recording is on. One relaxed load and, when off, one predictable branch.
+#[inline(always)]
+pub(crate) fn on() -> bool {
+    let s = STATE.load(Ordering::Relaxed);
+    s != OFF && (s == ON || super::init_from_env())
+}
+
+thread_local! {
+    /// The call site of the acquisition this thread is waiting in (set by the `Mutex` wrapper
+    /// only around a contended acquisition, read by the raw lock's contended path).
+    static SITE: Cell<usize> = const { Cell::new(SITE_UNKNOWN) };
+}
+
+/// Runs `f` (a contended acquisition) with `site` as this thread's current acquisition site.
+#[inline]
+pub(crate) fn with_site<R>(site: usize, f: impl FnOnce() -> R) -> R {
+    // try_with: never panics, even during thread-local destruction.
+    let _ = SITE.try_with(|s| s.set(site));
+    let r = f();
+    let _ = SITE.try_with(|s| s.set(SITE_UNKNOWN));
+    r
+}
+
+fn current_site() -> usize {
+    SITE.try_with(Cell::get).unwrap_or(SITE_UNKNOWN)
+}
+
+/// Records one contended acquisition (or timed-out attempt) of the raw lock at `lock`.
+#[cold]
+pub(crate) fn record_wait(
+    lock: usize,
+    site: usize,
+    wait_ns: u64,
+    spun_ns: u64,
+    sleeps: u64,
+    handoff: bool,
+    ok: bool,
+) -> Option<&'static Entry> {
+    let total = table::lookup(lock, SITE_TOTAL, true)?;
+    total.add_wait(wait_ns, spun_ns, sleeps, handoff, ok);
+    if let Some(e) = table::lookup(lock, site, true) {
+        e.add_wait(wait_ns, spun_ns, sleeps, handoff, ok);
+    }
+    Some(total)
+}
+
+/// Starts a sampled hold of `raw` (held by the caller) at `site`: notes the time and marks the
+/// mutex contended so that its unlock takes the contended path, where [`released`] ends the
+/// sample. Marking it contended is what the condvar does after a requeue; its only cost is one
+/// futex wake with nobody to wake, and that waiters arriving meanwhile sleep instead of spinning,
+/// once per sample period.
+#[cold]
+pub(crate) fn start_hold(total: &Entry, raw: &RawMutex, site: usize) {
+    total.hold_site.store(site, Ordering::Relaxed);
+    total.hold_start.store(now_ns().max(1), Ordering::Relaxed);
+    raw.mark_contended();
+}
+
+/// The contended unlock path of the mutex at `lock`: ends a sampled hold if one is running.
+#[inline]
+pub(crate) fn released(lock: usize) {
+    if on() {
+        end_hold(lock);
+    }
+}
+
+#[cold]
+fn end_hold(lock: usize) {
+    let Some(total) = table::lookup(lock, SITE_TOTAL, false) else {
+        return;
+    };
+    if total.hold_start.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let start = total.hold_start.swap(0, Ordering::Relaxed);
+    if start == 0 {
+        return;
+    }
+    let held = now_ns().saturating_sub(start);
+    total.add_hold(held);
+    let site = total.hold_site.load(Ordering::Relaxed);
+    if site != SITE_TOTAL {
+        if let Some(e) = table::lookup(lock, site, true) {
+            e.add_hold(held);
+        }
+    }
+}
+
+/// Records an acquisition of `raw` through the `Mutex` wrapper (the caller holds it). `cache` is
+/// the wrapper's cached totals entry.
+#[inline]
+pub(crate) fn acquired(
+    raw: &RawMutex,
+    cache: &core::sync::atomic::AtomicPtr<Entry>,
+    label: Label,
+    site: usize,
+) {
+    let lock = raw as *const RawMutex as usize;
+    let p = cache.load(Ordering::Relaxed);
+    // SAFETY: a non-null cached pointer was taken from `table::TABLE`, a static whose entries
+    // are never freed.
+    let total = match unsafe { p.as_ref() } {
+        Some(e) if e.lock_addr() == lock => e,
+        _ => match lookup_for_wrapper(lock, cache, label) {
+            Some(e) => e,
+            None => return,
+        },
+    };
+    // The caller holds the lock, and only holders of this lock write this counter, so a plain
+    // load + store cannot lose an increment (and costs no locked instruction).
+    let n = total.acquisitions.load(Ordering::Relaxed).wrapping_add(1);
+    total.acquisitions.store(n, Ordering::Relaxed);
+    if n & SAMPLE_MASK.load(Ordering::Relaxed) == 0 {
+        sample(total, raw, lock, site);
+    }
+}
+
+#[cold]
+fn lookup_for_wrapper(
+    lock: usize,
+    cache: &core::sync::atomic::AtomicPtr<Entry>,
+    label: Label,
+) -> Option<&'static Entry> {
+    let e = table::lookup(lock, SITE_TOTAL, true)?;
+    e.set_label(label);
+    cache.store(e as *const Entry as *mut Entry, Ordering::Relaxed);
+    Some(e)
+}
+
+/// Every sample period: count the acquisition at its site (weighted by the period) and time
+/// this hold.
+#[cold]
+fn sample(total: &'static Entry, raw: &RawMutex, lock: usize, site: usize) {
+    let period = SAMPLE_MASK.load(Ordering::Relaxed) + 1;
+    if let Some(e) = table::lookup(lock, site, true) {
+        e.acquisitions.fetch_add(period, Ordering::Relaxed);
+    }
+    start_hold(total, raw, site);
+}
+
+/// Statistics gathered by one call of a raw lock's contended path. The hook lines in the lock
+/// create one on entry, report sleeps, and pass every result through [`Recorder::done`].
+pub(crate) struct Recorder {
+    start: u64,
+    sleeps: u32,
+}
+
+impl Recorder {
+    /// Starts recording if lockstat is on (one relaxed load and a branch if it is off).
+    #[inline]
+    pub(crate) fn begin() -> Recorder {
+        Recorder {
+            start: if on() { now_ns().max(1) } else { 0 },
+            sleeps: 0,
+        }
+    }
+
+    /// The waiter is about to sleep.
+    #[inline]
+    pub(crate) fn sleep(&mut self) {
+        self.sleeps += 1;
+    }
+
+    /// The contended path ends with `ok` (acquired, or false: timed out) after spinning
+    /// `spun_ns`; `handoff` if the lock was handed over. Returns `ok`.
+    #[inline]
+    pub(crate) fn done(&self, raw: &RawMutex, ok: bool, spun_ns: u32, handoff: bool) -> bool {
+        if self.start != 0 && (spun_ns != 0 || self.sleeps != 0 || handoff || !ok) {
+            self.record(raw, ok, spun_ns, handoff);
+        }
+        ok
+    }
+
+    #[cold]
+    fn record(&self, raw: &RawMutex, ok: bool, spun_ns: u32, handoff: bool) {
+        let lock = raw as *const RawMutex as usize;
+        let wait = now_ns().saturating_sub(self.start);
+        let site = current_site();
+        let total = record_wait(
+            lock,
+            site,
+            wait,
+            spun_ns as u64,
+            self.sleeps as u64,
+            handoff,
+            ok,
+        );
+        // Sample the hold of every period-th contended acquisition too, so locks taken through
+        // the raw lock_api path (no wrapper) get hold times where they matter.
+        if let (Some(total), true) = (total, ok) {
+            let n = total.contended.load(Ordering::Relaxed);
+            if n & SAMPLE_MASK.load(Ordering::Relaxed) == 0
+                && total.hold_start.load(Ordering::Relaxed) == 0
+            {
+                start_hold(total, raw, site);
+            }
+        }
+    }
+}
