@@ -198,6 +198,14 @@ impl RawMutex {
         self.lock_slow(None, true);
     }
 
+    /// Lockstat: sets `CONTENDED` while the caller holds the mutex, so that its unlock takes the
+    /// contended path, where a sampled hold time ends. Safe for the protocol: at worst that unlock
+    /// makes one futex wake that finds nobody, and a waiter arriving meanwhile sleeps at once.
+    #[cfg(all(feature = "lockstat", not(loom)))]
+    pub(crate) fn mark_contended(&self) {
+        self.state.fetch_or(CONTENDED, Ordering::Relaxed);
+    }
+
     /// The futex word, the target of a condvar's requeue.
     pub(crate) fn futex_word(&self) -> &AtomicU32 {
         &self.state
