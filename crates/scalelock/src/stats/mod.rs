@@ -48,7 +48,7 @@
 //! without the `lockstat` cargo feature removes every hook; this API then records nothing.
 //!
 //! **Limits.** A lock is identified by its address: two locks that live at the same address one
-//! after the other share an entry (the first one's name is kept). Counters are read without
+//! after the other share an entry (their counts add up; the latest one's name is shown). Counters are read without
 //! stopping writers, so a report taken while threads lock is a consistent-enough snapshot, not
 //! an atomic one.
 //!
@@ -172,6 +172,7 @@ fn getenv(name: &core::ffi::CStr) -> Option<&'static [u8]> {
     }
 }
 
+#[cfg(all(feature = "lockstat", not(loom)))]
 fn start_interval_if_unset() {
     let _ =
         INTERVAL_START.compare_exchange(0, now_ns().max(1), Ordering::Relaxed, Ordering::Relaxed);
@@ -367,7 +368,7 @@ pub mod raw {
         super::enabled()
     }
 
-    /// Names the lock at `lock` (the first name given wins).
+    /// Names the lock at `lock` (the latest name given wins).
     ///
     /// ```
     /// scalelock::stats::raw::name(0x1000, "buffer_pool");

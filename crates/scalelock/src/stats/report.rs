@@ -549,7 +549,8 @@ pub(crate) struct SiteRow {
     pub(crate) counters: Counters,
 }
 
-/// A duration for the table: `850ns`, `12.3us`, `4.50ms`, `1.20s`. Honours width.
+/// A duration for the table: `850ns`, `12.3us`, `4.50ms`, `1.20s` (truncated, not rounded).
+/// Honours width.
 pub(crate) struct Dur(pub(crate) u64);
 
 impl fmt::Display for Dur {
@@ -557,9 +558,9 @@ impl fmt::Display for Dur {
         let mut b = StackStr::<32>::new();
         let ns = self.0;
         let _ = match ns {
-            0..=9_999 => write!(b, "{ns}ns"),
-            10_000..=9_999_999 => write!(b, "{}.{}us", ns / 1000, ns % 1000 / 100),
-            10_000_000..=9_999_999_999 => {
+            0..=999 => write!(b, "{ns}ns"),
+            1_000..=999_999 => write!(b, "{}.{}us", ns / 1000, ns % 1000 / 100),
+            1_000_000..=999_999_999 => {
                 write!(b, "{}.{:02}ms", ns / 1_000_000, ns % 1_000_000 / 10_000)
             }
             _ => write!(

@@ -88,7 +88,8 @@ pub(crate) struct Entry {
     key_state: AtomicU8,
     lock: AtomicUsize,
     site: AtomicUsize,
-    label_state: AtomicU8,
+    /// Seqlock over the label: 0 never set, odd while being written.
+    label_seq: AtomicUsize,
     label_ptr: AtomicUsize,
     /// Name length, or `usize::MAX` when `label_ptr` is a `&'static Location`.
     label_len: AtomicUsize,
@@ -123,7 +124,7 @@ impl Entry {
             key_state: AtomicU8::new(EMPTY),
             lock: AtomicUsize::new(0),
             site: AtomicUsize::new(0),
-            label_state: AtomicU8::new(EMPTY),
+            label_seq: AtomicUsize::new(0),
             label_ptr: AtomicUsize::new(0),
             label_len: AtomicUsize::new(0),
             acquisitions: ZERO,
@@ -163,44 +164,63 @@ impl Entry {
         self.lock.load(Ordering::Relaxed)
     }
 
-    /// Sets the label once; the first label wins (a later lock at the same address keeps it).
+    /// Sets the label: the latest lock object to claim this address names it. A seqlock keeps
+    /// pointer and length consistent for readers; a writer that finds another one writing gives up.
     pub(crate) fn set_label(&self, label: Label) {
         let (ptr, len) = match label {
             Label::None => return,
             Label::Name(s) => (s.as_ptr() as usize, s.len()),
             Label::Created(loc) => (loc as *const Location<'static> as usize, usize::MAX),
         };
-        if self.label_state.load(Ordering::Relaxed) != EMPTY
+        let seq = self.label_seq.load(Ordering::Relaxed);
+        if seq & 1 == 1
             || self
-                .label_state
-                .compare_exchange(EMPTY, CLAIMING, Ordering::Relaxed, Ordering::Relaxed)
+                .label_seq
+                .compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
         {
             return;
         }
+        // Release fence: a reader that sees the new pointer or length also sees the odd sequence.
+        core::sync::atomic::fence(Ordering::Release);
         self.label_ptr.store(ptr, Ordering::Relaxed);
         self.label_len.store(len, Ordering::Relaxed);
-        // Release: a reader that sees READY sees the pointer and length written above.
-        self.label_state.store(READY, Ordering::Release);
+        // Release: a reader that sees seq + 2 sees the pointer and length written above.
+        self.label_seq.store(seq + 2, Ordering::Release);
     }
 
     pub(crate) fn label(&self) -> Label {
-        if self.label_state.load(Ordering::Acquire) != READY {
-            return Label::None;
+        for _ in 0..100 {
+            let seq = self.label_seq.load(Ordering::Acquire);
+            if seq == 0 {
+                return Label::None;
+            }
+            if seq & 1 == 1 {
+                core::hint::spin_loop();
+                continue;
+            }
+            let ptr = self.label_ptr.load(Ordering::Relaxed);
+            let len = self.label_len.load(Ordering::Relaxed);
+            core::sync::atomic::fence(Ordering::Acquire);
+            if self.label_seq.load(Ordering::Relaxed) != seq {
+                continue;
+            }
+            return if len == usize::MAX {
+                // SAFETY: a consistent (seqlock-validated) pair stored by `set_label` from a
+                // `&'static Location`.
+                Label::Created(unsafe { &*(ptr as *const Location<'static>) })
+            } else {
+                // SAFETY: a consistent (seqlock-validated) pointer and length of a `&'static str`
+                // stored by `set_label`; the string lives for the whole process and is UTF-8.
+                Label::Name(unsafe {
+                    core::str::from_utf8_unchecked(core::slice::from_raw_parts(
+                        ptr as *const u8,
+                        len,
+                    ))
+                })
+            };
         }
-        let ptr = self.label_ptr.load(Ordering::Relaxed);
-        let len = self.label_len.load(Ordering::Relaxed);
-        if len == usize::MAX {
-            // SAFETY: stored by `set_label` from a `&'static Location` (published by the Release
-            // store of READY that the Acquire load above saw).
-            Label::Created(unsafe { &*(ptr as *const Location<'static>) })
-        } else {
-            // SAFETY: pointer and length of a `&'static str` stored by `set_label` and published
-            // as above; the string lives for the whole process and is valid UTF-8.
-            Label::Name(unsafe {
-                core::str::from_utf8_unchecked(core::slice::from_raw_parts(ptr as *const u8, len))
-            })
-        }
+        Label::None
     }
 
     /// Adds one contention (or timed-out attempt) record.
