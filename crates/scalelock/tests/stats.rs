@@ -7,7 +7,6 @@
 mod common;
 
 use common::bounded;
-use lock_api::RawMutex as _;
 use scalelock::stats::{self, Counters, LockId, LockReport, Report, Site, SiteReport};
 use scalelock::{Condvar, Mutex, RawMutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -224,7 +223,7 @@ fn nothing_is_recorded_while_disabled() {
     for _ in 0..100 {
         *m.lock() += 1;
     }
-    let _ = m.try_lock_for(Duration::from_millis(1));
+    drop(m.try_lock_for(Duration::from_millis(1)));
     assert!(lock_report(&stats::report(), a).is_none());
     assert!(!stats::report().enabled);
 }
@@ -447,7 +446,7 @@ fn c_api_records_by_address_and_caller() {
     stats::reset();
     let lock = Box::new(0u64);
     let addr = &*lock as *const u64 as usize;
-    let caller = c_api_records_by_address_and_caller as usize;
+    let caller = c_api_records_by_address_and_caller as fn() as usize;
     stats::raw::name(addr, "c_lock");
     for _ in 0..3 {
         stats::raw::acquired(addr, caller);
@@ -480,16 +479,7 @@ fn c_api_records_by_address_and_caller() {
 fn enabling_and_disabling_while_64_threads_lock_is_safe() {
     let _s = serial();
     bounded("lockstat toggle stress", Duration::from_secs(60), || {
-        let locks: Arc<Vec<Mutex<u64>>> = Arc::new(
-            (0..4)
-                .map(Mutex::new)
-                .map(|m| {
-                    // Start every counter at 0 (Mutex::new(i) gave i).
-                    *m.lock() = 0;
-                    m
-                })
-                .collect(),
-        );
+        let locks: Arc<Vec<Mutex<u64>>> = Arc::new((0..4).map(|_| Mutex::new(0)).collect());
         let raw = Arc::new(lock_api::Mutex::<RawMutex, u64>::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicU64::new(0));
