@@ -198,6 +198,16 @@ impl RawMutex {
         self.lock_slow(None, true);
     }
 
+    /// Lockstat: the fast path of `lock` alone (one compare-exchange); the `Mutex` wrapper calls
+    /// it with recording on and enters the contended path itself, naming its caller first.
+    #[cfg(all(feature = "lockstat", not(loom)))]
+    #[inline]
+    pub(crate) fn try_lock_fast(&self) -> bool {
+        self.state
+            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
     /// Lockstat: sets `CONTENDED` while the caller holds the mutex, so that its unlock takes the
     /// contended path, where a sampled hold time ends. Safe for the protocol: at worst that unlock
     /// makes one futex wake that finds nobody, and a waiter arriving meanwhile sleeps at once.

@@ -124,11 +124,12 @@ impl<T: ?Sized> Mutex<T> {
     fn lock_recorded(&self, caller: &'static Location<'static>) -> MutexGuard<'_, T> {
         let raw = self.raw_mutex();
         let site = table::site_of_location(caller);
-        if !lock_api::RawMutex::try_lock(raw) {
-            // Contended: let the raw lock's slow path know who is waiting.
+        if !raw.try_lock_fast() {
+            // Contended (or a spurious compare-exchange failure): let the raw lock's slow path
+            // know who is waiting.
             hook::with_site(site, || lock_api::RawMutex::lock(raw));
         }
-        hook::acquired(raw, &self.entry, self.label, site);
+        hook::acquired(raw, &self.entry, &self.label, site);
         // SAFETY: this thread acquired the lock just above; the guard releases it.
         unsafe { self.inner.make_guard_unchecked() }
     }
@@ -156,7 +157,7 @@ impl<T: ?Sized> Mutex<T> {
         #[cfg(feature = "lockstat")]
         if hook::on() {
             let site = table::site_of_location(Location::caller());
-            hook::acquired(self.raw_mutex(), &self.entry, self.label, site);
+            hook::acquired(self.raw_mutex(), &self.entry, &self.label, site);
         }
         Some(g)
     }
@@ -176,7 +177,7 @@ impl<T: ?Sized> Mutex<T> {
         if hook::on() {
             let site = table::site_of_location(Location::caller());
             let g = hook::with_site(site, || self.inner.try_lock_for(timeout))?;
-            hook::acquired(self.raw_mutex(), &self.entry, self.label, site);
+            hook::acquired(self.raw_mutex(), &self.entry, &self.label, site);
             return Some(g);
         }
         self.inner.try_lock_for(timeout)
@@ -196,7 +197,7 @@ impl<T: ?Sized> Mutex<T> {
         if hook::on() {
             let site = table::site_of_location(Location::caller());
             let g = hook::with_site(site, || self.inner.try_lock_until(deadline))?;
-            hook::acquired(self.raw_mutex(), &self.entry, self.label, site);
+            hook::acquired(self.raw_mutex(), &self.entry, &self.label, site);
             return Some(g);
         }
         self.inner.try_lock_until(deadline)

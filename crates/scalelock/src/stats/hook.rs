@@ -117,7 +117,7 @@ fn end_hold(lock: usize) {
 pub(crate) fn acquired(
     raw: &RawMutex,
     cache: &core::sync::atomic::AtomicPtr<Entry>,
-    label: Label,
+    label: &Label,
     site: usize,
 ) {
     let lock = raw as *const RawMutex as usize;
@@ -144,10 +144,10 @@ pub(crate) fn acquired(
 fn lookup_for_wrapper(
     lock: usize,
     cache: &core::sync::atomic::AtomicPtr<Entry>,
-    label: Label,
+    label: &Label,
 ) -> Option<&'static Entry> {
     let e = table::lookup(lock, SITE_TOTAL, true)?;
-    e.set_label(label);
+    e.set_label(*label);
     cache.store(e as *const Entry as *mut Entry, Ordering::Relaxed);
     Some(e)
 }
@@ -210,13 +210,13 @@ impl Recorder {
             handoff,
             ok,
         );
-        // Sample the hold of every period-th contended acquisition too, so locks taken through
-        // the raw lock_api path (no wrapper) get hold times where they matter.
+        // Time the hold that follows: always after a sleep or a hand-off (the lock is then held
+        // with CONTENDED set already, so its unlock takes the contended path anyway and the
+        // sample costs two clock reads), otherwise once per sample period. So the holds of
+        // contended locks are measured even on the raw lock_api path.
         if let (Some(total), true) = (total, ok) {
             let n = total.contended.load(Ordering::Relaxed);
-            if n & SAMPLE_MASK.load(Ordering::Relaxed) == 0
-                && total.hold_start.load(Ordering::Relaxed) == 0
-            {
+            if self.sleeps != 0 || handoff || n & SAMPLE_MASK.load(Ordering::Relaxed) == 0 {
                 start_hold(total, raw, site);
             }
         }

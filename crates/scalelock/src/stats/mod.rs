@@ -35,7 +35,7 @@
 //!
 //! **Sampling.** Hold times need a clock read at both ends of a critical section, which would
 //! cost several times an uncontended lock + unlock, so they are sampled: every
-//! [`sample_period`]-th acquisition of a lock (default 1024; [`set_sample_period`],
+//! [`sample_period`]-th acquisition of a lock (default 4096; [`set_sample_period`],
 //! `SCALELOCK_LOCKSTAT_SAMPLE`) notes the time and marks the mutex contended, which sends its
 //! unlock through the contended path, where the hold is measured. The same sample counts the
 //! acquisition at its call site, weighted by the period, so per-site acquisition counts are
@@ -85,7 +85,7 @@ use crate::wait::now_ns;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Default [`sample_period`].
-pub const DEFAULT_SAMPLE_PERIOD: u64 = 1024;
+pub const DEFAULT_SAMPLE_PERIOD: u64 = 4096;
 
 /// When the current interval started (monotonic ns; 0: never enabled).
 static INTERVAL_START: AtomicU64 = AtomicU64::new(0);
