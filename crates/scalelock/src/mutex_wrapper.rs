@@ -7,7 +7,7 @@
 //! [`Condvar`](crate::Condvar), `MutexGuard::map` and the rest work unchanged.
 //!
 //! With the `lockstat` feature (the default) the wrapper adds 24 bytes (a cached pointer to the
-//! lock's statistics entry and its name or creation site) and one relaxed load of the global
+//! lock's statistics entry, 8, and its name or creation site, 16) and one relaxed load of the global
 //! switch to `lock`; without the feature it adds nothing.
 
 use crate::mutex::{MutexGuard, RawMutex};

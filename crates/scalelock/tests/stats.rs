@@ -554,3 +554,54 @@ fn enabling_and_disabling_while_64_threads_lock_is_safe() {
         assert!(c.max_hold_ns < 1_000_000_000, "{c:?}");
     });
 }
+
+#[test]
+fn mutex_carries_24_bytes_for_lockstat() {
+    assert_eq!(std::mem::size_of::<Mutex<()>>(), 8 + 24);
+    assert_eq!(std::mem::size_of::<RawMutex>(), 8);
+}
+
+/// Not a test by itself: the body of `env_exit_prints_the_table_at_exit`'s child process.
+#[test]
+fn exit_report_child() {
+    if std::env::var_os("SCALELOCK_STATS_TEST_CHILD").is_none() {
+        return;
+    }
+    static CHILD_LOCK: Mutex<u32> = Mutex::with_name("child_lock", 0);
+    let t = std::thread::spawn(|| {
+        for _ in 0..20_000 {
+            *CHILD_LOCK.lock() += 1;
+        }
+    });
+    for _ in 0..20_000 {
+        *CHILD_LOCK.lock() += 1;
+    }
+    t.join().unwrap();
+    assert!(
+        stats::enabled(),
+        "SCALELOCK_LOCKSTAT=exit turns recording on"
+    );
+}
+
+#[test]
+fn env_exit_prints_the_table_at_exit() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "exit_report_child", "--test-threads", "1"])
+        .env("SCALELOCK_STATS_TEST_CHILD", "1")
+        .env("SCALELOCK_LOCKSTAT", "exit")
+        .env("SCALELOCK_LOCKSTAT_SAMPLE", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("scalelock lockstat: "), "{err}");
+    assert!(
+        err.contains("hold times sampled 1 in 1)"),
+        "SCALELOCK_LOCKSTAT_SAMPLE read: {err}"
+    );
+    let row = err
+        .lines()
+        .find(|l| l.ends_with(" child_lock"))
+        .expect("per-lock row");
+    assert!(row.trim_start().starts_with("40000 "), "{row}");
+}

@@ -226,19 +226,19 @@ pub struct LockId {
 }
 
 impl LockId {
-    fn from_label(addr: usize, label: Label) -> LockId {
+    fn from_label(addr: usize, label: Option<Label>) -> LockId {
         match label {
-            Label::None => LockId {
+            None => LockId {
                 addr,
                 name: None,
                 created: None,
             },
-            Label::Name(n) => LockId {
+            Some(Label::Name(n)) => LockId {
                 addr,
                 name: Some(n),
                 created: None,
             },
-            Label::Created(l) => LockId {
+            Some(Label::Created(l)) => LockId {
                 addr,
                 name: None,
                 created: Some(Site::from_location(l)),
@@ -326,7 +326,7 @@ impl Report {
     pub(crate) fn collect() -> Report {
         let mut locks: Vec<LockReport> = Vec::new();
         let mut sites: Vec<SiteReport> = Vec::new();
-        let mut totals: Vec<(usize, Label)> = Vec::new();
+        let mut totals: Vec<(usize, Option<Label>)> = Vec::new();
         for (e, lock, site) in table::entries() {
             if site == SITE_TOTAL {
                 totals.push((lock, e.label()));
@@ -335,7 +335,7 @@ impl Report {
         totals.sort_by_key(|t| t.0);
         let label_of = |lock: usize| match totals.binary_search_by_key(&lock, |t| t.0) {
             Ok(i) => totals[i].1,
-            Err(_) => Label::None,
+            Err(_) => None,
         };
         for (e, lock, site) in table::entries() {
             let c = Counters::from_entry(e, site);
@@ -811,7 +811,7 @@ fn top_entries(
 }
 
 fn lock_id_of(lock: usize) -> LockId {
-    let label = table::lookup(lock, SITE_TOTAL, false).map_or(Label::None, |e| e.label());
+    let label = table::lookup(lock, SITE_TOTAL, false).and_then(|e| e.label());
     LockId::from_label(lock, label)
 }
 

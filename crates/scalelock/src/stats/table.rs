@@ -73,10 +73,10 @@ const EMPTY: u8 = 0;
 const CLAIMING: u8 = 1;
 const READY: u8 = 2;
 
-/// What a lock is called: a name, the site that created it, or nothing yet.
+/// What a lock is called: a name, or the site that created it (16 bytes: it lives in every
+/// `Mutex`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Label {
-    None,
     Name(&'static str),
     Created(&'static Location<'static>),
 }
@@ -168,7 +168,6 @@ impl Entry {
     /// pointer and length consistent for readers; a writer that finds another one writing gives up.
     pub(crate) fn set_label(&self, label: Label) {
         let (ptr, len) = match label {
-            Label::None => return,
             Label::Name(s) => (s.as_ptr() as usize, s.len()),
             Label::Created(loc) => (loc as *const Location<'static> as usize, usize::MAX),
         };
@@ -189,11 +188,11 @@ impl Entry {
         self.label_seq.store(seq + 2, Ordering::Release);
     }
 
-    pub(crate) fn label(&self) -> Label {
+    pub(crate) fn label(&self) -> Option<Label> {
         for _ in 0..100 {
             let seq = self.label_seq.load(Ordering::Acquire);
             if seq == 0 {
-                return Label::None;
+                return None;
             }
             if seq & 1 == 1 {
                 core::hint::spin_loop();
@@ -205,7 +204,7 @@ impl Entry {
             if self.label_seq.load(Ordering::Relaxed) != seq {
                 continue;
             }
-            return if len == usize::MAX {
+            return Some(if len == usize::MAX {
                 // SAFETY: a consistent (seqlock-validated) pair stored by `set_label` from a
                 // `&'static Location`.
                 Label::Created(unsafe { &*(ptr as *const Location<'static>) })
@@ -218,9 +217,9 @@ impl Entry {
                         len,
                     ))
                 })
-            };
+            });
         }
-        Label::None
+        None
     }
 
     /// Adds one contention (or timed-out attempt) record.
