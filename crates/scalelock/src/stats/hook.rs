@@ -196,6 +196,25 @@ impl Recorder {
         ok
     }
 
+    /// [`done`](Recorder::done) for locks other than the mutex (rwlocks): records the wait of
+    /// the lock at address `lock`; no hold sampling.
+    #[inline]
+    #[allow(dead_code)] // used by the rwlock hooks once the rwlock family is merged
+    pub(crate) fn done_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) -> bool {
+        if self.start != 0 && (spun_ns != 0 || self.sleeps != 0 || handoff || !ok) {
+            self.record_at(lock, ok, spun_ns, handoff);
+        }
+        ok
+    }
+
+    #[cold]
+    #[allow(dead_code)]
+    fn record_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) {
+        let wait = now_ns().saturating_sub(self.start);
+        let sleeps = self.sleeps as u64;
+        let _ = record_wait(lock, current_site(), wait, spun_ns as u64, sleeps, handoff, ok);
+    }
+
     #[cold]
     fn record(&self, raw: &RawMutex, ok: bool, spun_ns: u32, handoff: bool) {
         let lock = raw as *const RawMutex as usize;

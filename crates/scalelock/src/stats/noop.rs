@@ -19,6 +19,12 @@ impl Recorder {
     pub(crate) fn done(&self, _raw: &RawMutex, ok: bool, _spun_ns: u32, _handoff: bool) -> bool {
         ok
     }
+
+    #[inline(always)]
+    #[allow(dead_code)]
+    pub(crate) fn done_at(&self, _lock: usize, ok: bool, _spun_ns: u32, _handoff: bool) -> bool {
+        ok
+    }
 }
 
 /// Stands in for `hook::released`.
