@@ -605,3 +605,29 @@ fn env_exit_prints_the_table_at_exit() {
         .expect("per-lock row");
     assert!(row.trim_start().starts_with("40000 "), "{row}");
 }
+
+#[test]
+fn reset_starts_a_new_interval() {
+    let _s = serial();
+    stats::set_sample_period(1);
+    stats::enable();
+    let m = Mutex::new(0);
+    let a = addr_of(&m);
+    let mut line = 0;
+    for i in 0..5 {
+        if i == 3 {
+            stats::reset();
+        }
+        let (mut g, l) = (m.lock(), line!());
+        *g += 1;
+        line = l;
+    }
+    let r = stats::report();
+    stats::disable();
+    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
+    let c = lock_report(&r, a).unwrap().counters;
+    assert_eq!((c.acquisitions, c.hold_samples), (2, 2), "{c:?}");
+    let s = site_report(&r, a, line).unwrap().counters;
+    assert_eq!((s.acquisitions, s.hold_samples), (2, 2), "{s:?}");
+    assert!(r.interval_ns < 10_000_000_000);
+}

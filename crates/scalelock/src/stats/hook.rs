@@ -39,11 +39,18 @@ thread_local! {
 /// Runs `f` (a contended acquisition) with `site` as this thread's current acquisition site.
 #[inline]
 pub(crate) fn with_site<R>(site: usize, f: impl FnOnce() -> R) -> R {
+    /// Clears the site when `f` returns or unwinds (a debug-build deadlock check may panic).
+    struct Clear;
+    impl Drop for Clear {
+        #[inline]
+        fn drop(&mut self) {
+            let _ = SITE.try_with(|s| s.set(SITE_UNKNOWN));
+        }
+    }
     // try_with: never panics, even during thread-local destruction.
     let _ = SITE.try_with(|s| s.set(site));
-    let r = f();
-    let _ = SITE.try_with(|s| s.set(SITE_UNKNOWN));
-    r
+    let _clear = Clear;
+    f()
 }
 
 fn current_site() -> usize {
@@ -212,7 +219,15 @@ impl Recorder {
     fn record_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) {
         let wait = now_ns().saturating_sub(self.start);
         let sleeps = self.sleeps as u64;
-        let _ = record_wait(lock, current_site(), wait, spun_ns as u64, sleeps, handoff, ok);
+        let _ = record_wait(
+            lock,
+            current_site(),
+            wait,
+            spun_ns as u64,
+            sleeps,
+            handoff,
+            ok,
+        );
     }
 
     #[cold]

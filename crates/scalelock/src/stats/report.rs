@@ -60,13 +60,11 @@ impl Counters {
         self.hold_ns.checked_div(self.hold_samples).unwrap_or(0)
     }
 
-    pub(crate) fn from_entry(e: &Entry, site: usize) -> Counters {
-        let acq = e.acquisitions.load(Ordering::Relaxed);
-        let acquisitions = if site == SITE_TOTAL {
-            acq.wrapping_sub(e.acquisitions_base.load(Ordering::Relaxed))
-        } else {
-            acq
-        };
+    pub(crate) fn from_entry(e: &Entry) -> Counters {
+        let acquisitions = e
+            .acquisitions
+            .load(Ordering::Relaxed)
+            .wrapping_sub(e.acquisitions_base.load(Ordering::Relaxed));
         let mut wait_histogram = [0; HIST_BUCKETS];
         for (h, a) in wait_histogram.iter_mut().zip(&e.wait_hist) {
             *h = a.load(Ordering::Relaxed);
@@ -338,7 +336,7 @@ impl Report {
             Err(_) => None,
         };
         for (e, lock, site) in table::entries() {
-            let c = Counters::from_entry(e, site);
+            let c = Counters::from_entry(e);
             if c.is_zero() {
                 continue;
             }
@@ -786,7 +784,7 @@ fn top_entries(
         if !keep(e, site) {
             continue;
         }
-        let c = Counters::from_entry(e, site);
+        let c = Counters::from_entry(e);
         let key = (c.wait_ns, c.acquisitions, i);
         // Insertion into a sorted (descending) fixed array.
         let mut pos = n;
@@ -846,22 +844,19 @@ pub(crate) fn write_fd(fd: i32, top: usize) {
             SiteRow {
                 lock: lock_id_of(lock),
                 site: Site::from_key(site),
-                counters: Counters::from_entry(e, site),
+                counters: Counters::from_entry(e),
             }
         }),
     );
     let (locks, n) = top_entries(top, |e, site| {
-        site == SITE_TOTAL && !Counters::from_entry(e, site).is_zero()
+        site == SITE_TOTAL && !Counters::from_entry(e).is_zero()
     });
     let _ = write_locks(
         &mut w,
         &mut locks[..n].iter().map(|&(_, _, i)| {
             let e = &table::TABLE[i];
             let lock = e.lock_addr();
-            (
-                LockId::from_label(lock, e.label()),
-                Counters::from_entry(e, SITE_TOTAL),
-            )
+            (LockId::from_label(lock, e.label()), Counters::from_entry(e))
         }),
     );
     w.flush();
