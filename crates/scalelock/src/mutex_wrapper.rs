@@ -91,6 +91,36 @@ impl<T> Mutex<T> {
         }
     }
 
+    /// An unlocked mutex around an existing raw mutex (lock_api's `const_new`).
+    ///
+    /// ```
+    /// use lock_api::RawMutex as _;
+    /// static M: scalelock::Mutex<u8> = scalelock::Mutex::const_new(scalelock::RawMutex::INIT, 1);
+    /// assert_eq!(*M.lock(), 1);
+    /// ```
+    #[track_caller]
+    pub const fn const_new(raw: RawMutex, value: T) -> Mutex<T> {
+        Mutex {
+            #[cfg(feature = "lockstat")]
+            entry: AtomicPtr::new(core::ptr::null_mut()),
+            #[cfg(feature = "lockstat")]
+            label: table::Label::Created(Location::caller()),
+            inner: lock_api::Mutex::const_new(raw, value),
+        }
+    }
+
+    /// Same as [`const_new`](Self::const_new) (lock_api's `from_raw`).
+    ///
+    /// ```
+    /// use lock_api::RawMutex as _;
+    /// let m = scalelock::Mutex::from_raw(scalelock::RawMutex::INIT, 1);
+    /// assert_eq!(*m.lock(), 1);
+    /// ```
+    #[track_caller]
+    pub const fn from_raw(raw: RawMutex, value: T) -> Mutex<T> {
+        Mutex::const_new(raw, value)
+    }
+
     /// Consumes the mutex and returns the value.
     ///
     /// ```
@@ -129,9 +159,19 @@ impl<T: ?Sized> Mutex<T> {
             // know who is waiting.
             hook::with_site(site, || lock_api::RawMutex::lock(raw));
         }
-        hook::acquired(raw, &self.entry, &self.label, site);
+        self.acquired(raw, site);
         // SAFETY: this thread acquired the lock just above; the guard releases it.
         unsafe { self.inner.make_guard_unchecked() }
+    }
+
+    /// Counts an acquisition (the caller holds the lock); every sample period, times the hold.
+    #[cfg(feature = "lockstat")]
+    #[inline]
+    fn acquired(&self, raw: &RawMutex, site: usize) {
+        let key = raw as *const RawMutex as usize;
+        if let Some(total) = hook::acquired(key, &self.entry, &self.label, site) {
+            hook::start_hold(total, raw, site);
+        }
     }
 
     #[cfg(feature = "lockstat")]
@@ -157,7 +197,7 @@ impl<T: ?Sized> Mutex<T> {
         #[cfg(feature = "lockstat")]
         if hook::on() {
             let site = table::site_of_location(Location::caller());
-            hook::acquired(self.raw_mutex(), &self.entry, &self.label, site);
+            self.acquired(self.raw_mutex(), site);
         }
         Some(g)
     }
@@ -177,7 +217,7 @@ impl<T: ?Sized> Mutex<T> {
         if hook::on() {
             let site = table::site_of_location(Location::caller());
             let g = hook::with_site(site, || self.inner.try_lock_for(timeout))?;
-            hook::acquired(self.raw_mutex(), &self.entry, &self.label, site);
+            self.acquired(self.raw_mutex(), site);
             return Some(g);
         }
         self.inner.try_lock_for(timeout)
@@ -197,7 +237,7 @@ impl<T: ?Sized> Mutex<T> {
         if hook::on() {
             let site = table::site_of_location(Location::caller());
             let g = hook::with_site(site, || self.inner.try_lock_until(deadline))?;
-            hook::acquired(self.raw_mutex(), &self.entry, &self.label, site);
+            self.acquired(self.raw_mutex(), site);
             return Some(g);
         }
         self.inner.try_lock_until(deadline)

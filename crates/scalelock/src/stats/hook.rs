@@ -8,7 +8,7 @@ use super::table::{self, Entry, Label, SITE_TOTAL, SITE_UNKNOWN};
 use crate::mutex::RawMutex;
 use crate::wait::now_ns;
 use core::cell::Cell;
-use core::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 
 /// Recording is off.
 pub(crate) const OFF: u8 = 0;
@@ -118,39 +118,51 @@ fn end_hold(lock: usize) {
     }
 }
 
-/// Records an acquisition of `raw` through the `Mutex` wrapper (the caller holds it). `cache` is
-/// the wrapper's cached totals entry.
+/// Records an exclusive acquisition of the lock at `lock` through a wrapper; the caller holds
+/// it exclusively. `cache` is the wrapper's cached totals entry. Returns the totals entry when
+/// this acquisition is a sample (the caller may then time the hold).
 #[inline]
 pub(crate) fn acquired(
-    raw: &RawMutex,
-    cache: &core::sync::atomic::AtomicPtr<Entry>,
+    lock: usize,
+    cache: &AtomicPtr<Entry>,
     label: &Label,
     site: usize,
-) {
-    let lock = raw as *const RawMutex as usize;
-    let p = cache.load(Ordering::Relaxed);
-    // SAFETY: a non-null cached pointer was taken from `table::TABLE`, a static whose entries
-    // are never freed.
-    let total = match unsafe { p.as_ref() } {
-        Some(e) if e.lock_addr() == lock => e,
-        _ => match lookup_for_wrapper(lock, cache, label) {
-            Some(e) => e,
-            None => return,
-        },
-    };
-    // The caller holds the lock, and only holders of this lock write this counter, so a plain
-    // load + store cannot lose an increment (and costs no locked instruction).
+) -> Option<&'static Entry> {
+    let total = cached_entry(lock, cache, label)?;
+    // The caller holds the lock exclusively, and only such holders write this counter, so a
+    // plain load + store cannot lose an increment (and costs no locked instruction).
     let n = total.acquisitions.load(Ordering::Relaxed).wrapping_add(1);
     total.acquisitions.store(n, Ordering::Relaxed);
     if n & SAMPLE_MASK.load(Ordering::Relaxed) == 0 {
-        sample(total, raw, lock, site);
+        return Some(sample_site(total, lock, site));
     }
+    None
+}
+
+/// The totals entry of the lock at `lock`, from the wrapper's cache or (cold) the table.
+#[inline]
+fn cached_entry(lock: usize, cache: &AtomicPtr<Entry>, label: &Label) -> Option<&'static Entry> {
+    let p = cache.load(Ordering::Relaxed);
+    // SAFETY: a non-null cached pointer was taken from `table::TABLE`, a static whose entries
+    // are never freed.
+    match unsafe { p.as_ref() } {
+        Some(e) if e.lock_addr() == lock => Some(e),
+        _ => lookup_for_wrapper(lock, cache, label),
+    }
+}
+
+/// Makes sure the lock at `lock` has its totals entry, labelled by its wrapper (for a wrapper
+/// path that records only contention, such as a contended read).
+#[cold]
+#[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
+pub(crate) fn label(lock: usize, cache: &AtomicPtr<Entry>, label: &Label) {
+    let _ = cached_entry(lock, cache, label);
 }
 
 #[cold]
 fn lookup_for_wrapper(
     lock: usize,
-    cache: &core::sync::atomic::AtomicPtr<Entry>,
+    cache: &AtomicPtr<Entry>,
     label: &Label,
 ) -> Option<&'static Entry> {
     let e = table::lookup(lock, SITE_TOTAL, true)?;
@@ -159,15 +171,14 @@ fn lookup_for_wrapper(
     Some(e)
 }
 
-/// Every sample period: count the acquisition at its site (weighted by the period) and time
-/// this hold.
+/// Every sample period: count the acquisition at its site, weighted by the period.
 #[cold]
-fn sample(total: &'static Entry, raw: &RawMutex, lock: usize, site: usize) {
+fn sample_site(total: &'static Entry, lock: usize, site: usize) -> &'static Entry {
     let period = SAMPLE_MASK.load(Ordering::Relaxed) + 1;
     if let Some(e) = table::lookup(lock, site, true) {
         e.acquisitions.fetch_add(period, Ordering::Relaxed);
     }
-    start_hold(total, raw, site);
+    total
 }
 
 /// Statistics gathered by one call of a raw lock's contended path. The hook lines in the lock
@@ -206,7 +217,7 @@ impl Recorder {
     /// [`done`](Recorder::done) for locks other than the mutex (rwlocks): records the wait of
     /// the lock at address `lock`; no hold sampling.
     #[inline]
-    #[allow(dead_code)] // used by the rwlock hooks once the rwlock family is merged
+    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
     pub(crate) fn done_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) -> bool {
         if self.start != 0 && (spun_ns != 0 || self.sleeps != 0 || handoff || !ok) {
             self.record_at(lock, ok, spun_ns, handoff);
@@ -214,8 +225,19 @@ impl Recorder {
         ok
     }
 
+    /// Like [`done_at`](Recorder::done_at), but records even if the wait neither spun nor slept
+    /// (a biased rwlock's writer that found a reader to drain has waited in any case).
+    #[inline]
+    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
+    pub(crate) fn done_waited(&self, lock: usize, ok: bool, spun_ns: u32) -> bool {
+        if self.start != 0 {
+            self.record_at(lock, ok, spun_ns, false);
+        }
+        ok
+    }
+
     #[cold]
-    #[allow(dead_code)]
+    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
     fn record_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) {
         let wait = now_ns().saturating_sub(self.start);
         let sleeps = self.sleeps as u64;
