@@ -21,11 +21,13 @@
 //! ```
 #![warn(missing_docs)]
 
+mod biased;
 mod condvar;
 mod mutex;
 #[cfg(not(loom))]
 mod mutex_wrapper;
 pub mod stats;
+mod rwlock;
 mod sync;
 pub mod wait;
 
@@ -35,6 +37,19 @@ pub use mutex::{MappedMutexGuard, MutexGuard, RawThreadId, ReentrantMutex, Reent
 pub use mutex::{RawMutex, STARVATION_NS};
 #[cfg(not(loom))]
 pub use mutex_wrapper::Mutex;
+
+pub use biased::RawBiasedRwLock;
+#[cfg(not(loom))]
+pub use biased::{
+    BiasedRwLock, BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
+    MappedBiasedRwLockReadGuard, MappedBiasedRwLockWriteGuard,
+};
+pub use rwlock::RawRwLock;
+#[cfg(not(loom))]
+pub use rwlock::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
+};
 
 /// Re-export of the `lock_api` crate whose traits scalelock's raw locks implement.
 pub use lock_api;
