@@ -65,6 +65,7 @@
 //! biased.
 
 use crate::rwlock::RawRwLock;
+use crate::stats;
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Spinner};
 use core::cell::Cell;
@@ -157,6 +158,13 @@ impl RawBiasedRwLock {
     #[inline]
     fn key(&self) -> usize {
         self as *const RawBiasedRwLock as usize
+    }
+
+    /// Lockstat: the address this lock's statistics are kept under (its underlying
+    /// [`RawRwLock`]'s, whose contended paths record there too).
+    #[inline]
+    pub(crate) fn stats_key(&self) -> usize {
+        self.lock.stats_key()
     }
 
     // -----------------------------------------------------------------------------------------
@@ -583,17 +591,18 @@ impl RawBiasedRwLock {
         // Deferred readers leave after a read section: spin about as long as that has been
         // paying on this lock, then sleep.
         let mut spinner = Spinner::new(self.spin.budget());
+        let mut rec = stats::Recorder::begin(); // lockstat: a writer waits for readers to drain
         let mut learned = false;
         loop {
             if slot.load(Ordering::Acquire) != key {
                 if !learned && spinner.has_spun() {
                     self.spin.record(true, spinner.spent_ns());
                 }
-                return true;
+                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
             }
             if let Some(d) = deadline {
                 if d.has_passed() {
-                    return false;
+                    return rec.done_waited(self.stats_key(), false, spinner.spent_ns());
                 }
             }
             if spinner.spin() {
@@ -608,10 +617,12 @@ impl RawBiasedRwLock {
             // `drain` (Release), which our Acquire RMW sees along with its slot store.
             let d = self.drain.fetch_or(DRAIN_SLEEPING, Ordering::Acquire) | DRAIN_SLEEPING;
             if slot.load(Ordering::Acquire) != key {
-                return true;
+                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
             }
+            rec.sleep();
             if !futex::wait(&self.drain, d, deadline) {
-                return slot.load(Ordering::Acquire) != key;
+                let ok = slot.load(Ordering::Acquire) != key;
+                return rec.done_waited(self.stats_key(), ok, spinner.spent_ns());
             }
         }
     }
@@ -1047,31 +1058,7 @@ mod api {
     }
 }
 
-/// A reader-biased reader-writer lock protecting a `T`, built on [`RawBiasedRwLock`]: readers on
-/// different cores write no common cache line while writes are rare; writers pay for revoking
-/// the bias. The same guard API as [`RwLock`](crate::RwLock) (no fair-unlock methods).
-///
-/// ```
-/// use scalelock::BiasedRwLock;
-/// use std::sync::Arc;
-///
-/// let config = Arc::new(BiasedRwLock::new(String::from("v1")));
-/// let readers: Vec<_> = (0..4)
-///     .map(|_| {
-///         let c = Arc::clone(&config);
-///         std::thread::spawn(move || (0..1000).filter(|_| c.read().starts_with('v')).count())
-///     })
-///     .collect();
-/// *config.write() = String::from("v2");
-/// for r in readers {
-///     assert_eq!(r.join().unwrap(), 1000);
-/// }
-/// assert_eq!(*config.read(), "v2");
-/// ```
-#[cfg(not(loom))]
-pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
-
-/// The guard of a read lock on a [`BiasedRwLock`].
+/// The guard of a read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// let lock = scalelock::BiasedRwLock::new(1);
@@ -1082,7 +1069,7 @@ pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
 #[cfg(not(loom))]
 pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedRwLock, T>;
 
-/// The guard of the write lock on a [`BiasedRwLock`].
+/// The guard of the write lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// let lock = scalelock::BiasedRwLock::new(1);
@@ -1094,7 +1081,7 @@ pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedR
 #[cfg(not(loom))]
 pub type BiasedRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawBiasedRwLock, T>;
 
-/// The guard of an upgradable read lock on a [`BiasedRwLock`].
+/// The guard of an upgradable read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// use scalelock::{BiasedRwLock, BiasedRwLockUpgradableReadGuard};

@@ -26,8 +26,10 @@ mod condvar;
 mod mutex;
 #[cfg(not(loom))]
 mod mutex_wrapper;
-pub mod stats;
 mod rwlock;
+#[cfg(not(loom))]
+mod rwlock_wrapper;
+pub mod stats;
 mod sync;
 pub mod wait;
 
@@ -41,15 +43,17 @@ pub use mutex_wrapper::Mutex;
 pub use biased::RawBiasedRwLock;
 #[cfg(not(loom))]
 pub use biased::{
-    BiasedRwLock, BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
+    BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
     MappedBiasedRwLockReadGuard, MappedBiasedRwLockWriteGuard,
 };
 pub use rwlock::RawRwLock;
 #[cfg(not(loom))]
 pub use rwlock::{
-    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
-    RwLockUpgradableReadGuard, RwLockWriteGuard,
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockUpgradableReadGuard,
+    RwLockWriteGuard,
 };
+#[cfg(not(loom))]
+pub use rwlock_wrapper::{BiasedRwLock, RwLock};
 
 /// Re-export of the `lock_api` crate whose traits scalelock's raw locks implement.
 pub use lock_api;

@@ -154,7 +154,6 @@ fn cached_entry(lock: usize, cache: &AtomicPtr<Entry>, label: &Label) -> Option<
 /// Makes sure the lock at `lock` has its totals entry, labelled by its wrapper (for a wrapper
 /// path that records only contention, such as a contended read).
 #[cold]
-#[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
 pub(crate) fn label(lock: usize, cache: &AtomicPtr<Entry>, label: &Label) {
     let _ = cached_entry(lock, cache, label);
 }
@@ -217,7 +216,6 @@ impl Recorder {
     /// [`done`](Recorder::done) for locks other than the mutex (rwlocks): records the wait of
     /// the lock at address `lock`; no hold sampling.
     #[inline]
-    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
     pub(crate) fn done_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) -> bool {
         if self.start != 0 && (spun_ns != 0 || self.sleeps != 0 || handoff || !ok) {
             self.record_at(lock, ok, spun_ns, handoff);
@@ -228,7 +226,6 @@ impl Recorder {
     /// Like [`done_at`](Recorder::done_at), but records even if the wait neither spun nor slept
     /// (a biased rwlock's writer that found a reader to drain has waited in any case).
     #[inline]
-    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
     pub(crate) fn done_waited(&self, lock: usize, ok: bool, spun_ns: u32) -> bool {
         if self.start != 0 {
             self.record_at(lock, ok, spun_ns, false);
@@ -237,7 +234,6 @@ impl Recorder {
     }
 
     #[cold]
-    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
     fn record_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) {
         let wait = now_ns().saturating_sub(self.start);
         let sleeps = self.sleeps as u64;

@@ -21,13 +21,11 @@ impl Recorder {
     }
 
     #[inline(always)]
-    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
     pub(crate) fn done_at(&self, _lock: usize, ok: bool, _spun_ns: u32, _handoff: bool) -> bool {
         ok
     }
 
     #[inline(always)]
-    #[allow(dead_code)] // used by the rwlock hooks (rwlock family not on main yet)
     pub(crate) fn done_waited(&self, _lock: usize, ok: bool, _spun_ns: u32) -> bool {
         ok
     }
