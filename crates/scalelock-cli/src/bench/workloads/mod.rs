@@ -57,6 +57,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod adaptive_grid;
+mod lockstat_overhead;
 mod log_append;
 mod mutex_common;
 mod mutex_long;
@@ -78,6 +79,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(read_write::ReadWrite),
         Box::new(recursive_read::RecursiveRead),
         Box::new(log_append::LogAppend),
+        Box::new(lockstat_overhead::LockstatOverhead),
     ]
 }
 
