@@ -200,7 +200,7 @@ impl Recorder {
     /// The waiter is about to sleep.
     #[inline]
     pub(crate) fn sleep(&mut self) {
-        self.sleeps += 1;
+        self.sleeps = self.sleeps.saturating_add(1);
     }
 
     /// The contended path ends with `ok` (acquired, or false: timed out) after spinning

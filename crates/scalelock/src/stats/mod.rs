@@ -17,30 +17,39 @@
 //! **What each path pays.**
 //!
 //! ```text
-//!                          feature off   recording off              recording on
-//!  raw lock, fast path     nothing       nothing                    nothing
-//!  raw lock, contended     nothing       1 relaxed load + branch    2 clock reads, 2 table updates
-//!  raw unlock, contended   nothing       1 relaxed load + branch    1 table lookup
-//!  Mutex::lock, fast path  nothing       1 relaxed load + branch    counter += 1 in the lock's
-//!                                                                   cached entry (plain load and
-//!                                                                   store: the lock serialises
-//!                                                                   its holders), 1 mask test
+//!                            feature off  recording off            recording on
+//!  raw lock fast paths       nothing      nothing                  nothing
+//!  raw lock contended path   nothing      1 relaxed load + branch  2 clock reads, 2 table updates
+//!  raw mutex contended unlock nothing     1 relaxed load + branch  1 table lookup
+//!  Mutex::lock, RwLock::write nothing     1 relaxed load + branch  counter += 1 in the lock's cached
+//!   (wrapper fast path)                                            entry (plain load + store: the lock
+//!                                                                  serialises its holders), 1 mask test
+//!  RwLock::read (wrapper)    nothing      1 relaxed load + branch  nothing more (reads are not
+//!                                                                  counted: see below)
 //! ```
 //!
-//! The raw lock's fast paths are untouched: its contended path ([`RawMutex`](crate::RawMutex)'s
-//! `lock_slow`) creates a `Recorder`, and records one event per acquisition that spun, slept,
-//! took a hand-off or timed out. It attributes the event to the call site that the [`Mutex`]
-//! wrapper (whose acquisition methods are `#[track_caller]`) put in a thread-local before
-//! entering the contended path, or to "unknown" for the raw lock_api path.
+//! The raw locks' fast paths are untouched. Their contended paths ([`RawMutex`](crate::RawMutex)'s
+//! `lock_slow`, [`RawRwLock`](crate::RawRwLock)'s `wait_parked` / `wait_writer`,
+//! [`RawBiasedRwLock`](crate::RawBiasedRwLock)'s wait for deferred readers to drain) create a
+//! `Recorder` and record one event per acquisition that spun, slept, took a hand-off or timed
+//! out. The event goes to the call site that the wrapper ([`Mutex`](crate::Mutex),
+//! [`RwLock`](crate::RwLock), [`BiasedRwLock`](crate::BiasedRwLock), whose acquisition methods
+//! are `#[track_caller]`) put in a thread-local before entering the contended path, or to
+//! "unknown" (`-`) for the raw lock_api path. Exclusive acquisitions through a wrapper are
+//! counted per lock; read acquisitions are not (counting them would make every reader write one
+//! shared cache line, the very cost the biased rwlock removes), so an rwlock's `Acquired` column
+//! counts its writes, and its contention columns count reads and writes.
 //!
 //! **Sampling.** Hold times need a clock read at both ends of a critical section, which would
-//! cost several times an uncontended lock + unlock, so they are sampled: every
+//! cost several times an uncontended lock + unlock, so they are sampled, for mutexes: every
 //! [`sample_period`]-th acquisition of a lock (default 4096; [`set_sample_period`],
-//! `SCALELOCK_LOCKSTAT_SAMPLE`) notes the time and marks the mutex contended, which sends its
-//! unlock through the contended path, where the hold is measured. The same sample counts the
-//! acquisition at its call site, weighted by the period, so per-site acquisition counts are
-//! estimates (exact with period 1); per-lock acquisition counts and all contention numbers are
-//! exact.
+//! `SCALELOCK_LOCKSTAT_SAMPLE`), and every acquisition that slept or took a hand-off, notes the
+//! time and marks the mutex contended, which sends its unlock through the contended path, where
+//! the hold is measured (after a sleep the mutex is marked contended anyway, so those samples
+//! cost only the clock reads). The periodic sample also counts the acquisition at its call site,
+//! weighted by the period, so per-site acquisition counts are estimates (exact with period 1);
+//! per-lock acquisition counts and all contention numbers are exact. Rwlocks report no hold
+//! times.
 //!
 //! **Turning it on.** `SCALELOCK_LOCKSTAT=1` (`on`), or `exit` to also print the table to
 //! stderr when the process exits; read once, lazily, without allocating. Or [`enable`],
@@ -48,9 +57,9 @@
 //! without the `lockstat` cargo feature removes every hook; this API then records nothing.
 //!
 //! **Limits.** A lock is identified by its address: two locks that live at the same address one
-//! after the other share an entry (their counts add up; the latest one's name is shown). Counters are read without
-//! stopping writers, so a report taken while threads lock is a consistent-enough snapshot, not
-//! an atomic one.
+//! after the other share an entry (their counts add up; the latest one's name is shown).
+//! Counters are read without stopping writers, so a report taken while threads lock is a
+//! consistent-enough snapshot, not an atomic one. The table holds 4096 `(lock, site)` pairs.
 //!
 //! ```
 //! use scalelock::{stats, Mutex};
