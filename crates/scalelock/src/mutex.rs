@@ -66,7 +66,8 @@ pub const STARVATION_NS: u64 = 1_000_000;
 /// The raw mutex: 8 bytes, `const`-constructible, implementing lock_api's `RawMutex`,
 /// `RawMutexFair` and `RawMutexTimed`.
 ///
-/// Use it through [`Mutex`](crate::Mutex), or directly where a guard does not fit (the preload library does).
+/// Use it through [`Mutex`](crate::Mutex), or directly where a guard does not fit (the preload
+/// library does).
 ///
 /// ```
 /// use lock_api::RawMutex as _;
