@@ -350,7 +350,7 @@ scalelock lockstat: 4 contention events, 40.0us total wait, in 2.50s (recording 
    Acquired Contended     %      spin  sleeps handoff      wait  avg hold  max hold  Lock
 -----------------------------------------------------------------------------------------------------------
        2000         4    0%     2.5us       2       1    40.0us    1.50ms    2.00ms  table_cache
-          5         0    0%       0ns       0       0       0ns       0ns       0ns  0x7f002000@src/pool.rs:12
+          5         0    0%       0ns       0       0       0ns         -         -  0x7f002000@src/pool.rs:12
 ";
     let r = fixed_report();
     assert_eq!(r.to_string(), expected);

@@ -572,6 +572,18 @@ impl fmt::Display for Dur {
     }
 }
 
+/// A [`Dur`], or `-` when nothing was measured (no hold sampled). Honours width.
+pub(crate) struct OptDur(pub(crate) Option<u64>);
+
+impl fmt::Display for OptDur {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(ns) => Dur(ns).fmt(f),
+            None => f.pad("-"),
+        }
+    }
+}
+
 /// An integer percentage of `part` in `whole`.
 fn pct(part: u64, whole: u64) -> u64 {
     if whole == 0 {
@@ -656,8 +668,8 @@ pub(crate) fn write_locks(
             c.sleeps,
             c.handoffs,
             Dur(c.wait_ns),
-            Dur(c.avg_hold_ns()),
-            Dur(c.max_hold_ns),
+            OptDur((c.hold_samples > 0).then(|| c.avg_hold_ns())),
+            OptDur((c.hold_samples > 0).then_some(c.max_hold_ns)),
             lock
         )?;
     }
