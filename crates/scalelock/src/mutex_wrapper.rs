@@ -139,7 +139,9 @@ impl<T: ?Sized> Mutex<T> {
     /// *m.lock() += 1;
     /// assert_eq!(*m.lock(), 2);
     /// ```
-    #[inline]
+    // inline(always): the check of the switch must stay a load and a branch at the call site,
+    // not a call (the recording path below is a separate function).
+    #[inline(always)]
     #[track_caller]
     pub fn lock(&self) -> MutexGuard<'_, T> {
         #[cfg(feature = "lockstat")]
@@ -150,7 +152,7 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     #[cfg(feature = "lockstat")]
-    #[inline]
+    #[inline(always)]
     fn lock_recorded(&self, caller: &'static Location<'static>) -> MutexGuard<'_, T> {
         let raw = self.raw_mutex();
         let site = table::site_of_location(caller);

@@ -133,7 +133,7 @@ pub(crate) fn acquired(
     // plain load + store cannot lose an increment (and costs no locked instruction).
     let n = total.acquisitions.load(Ordering::Relaxed).wrapping_add(1);
     total.acquisitions.store(n, Ordering::Relaxed);
-    if n & SAMPLE_MASK.load(Ordering::Relaxed) == 0 {
+    if n & total.sample_mask.load(Ordering::Relaxed) == 0 {
         return Some(sample_site(total, lock, site));
     }
     None
@@ -165,6 +165,8 @@ fn lookup_for_wrapper(
     label: &Label,
 ) -> Option<&'static Entry> {
     let e = table::lookup(lock, SITE_TOTAL, true)?;
+    e.sample_mask
+        .store(SAMPLE_MASK.load(Ordering::Relaxed), Ordering::Relaxed);
     e.set_label(*label);
     cache.store(e as *const Entry as *mut Entry, Ordering::Relaxed);
     Some(e)
@@ -173,7 +175,7 @@ fn lookup_for_wrapper(
 /// Every sample period: count the acquisition at its site, weighted by the period.
 #[cold]
 fn sample_site(total: &'static Entry, lock: usize, site: usize) -> &'static Entry {
-    let period = SAMPLE_MASK.load(Ordering::Relaxed) + 1;
+    let period = total.sample_mask.load(Ordering::Relaxed) + 1;
     if let Some(e) = table::lookup(lock, site, true) {
         e.acquisitions.fetch_add(period, Ordering::Relaxed);
     }

@@ -264,6 +264,12 @@ pub fn set_sample_period(period: u64) {
     {
         let p = period.clamp(1, 1 << 40).next_power_of_two();
         hook::SAMPLE_MASK.store(p - 1, Ordering::Relaxed);
+        // Every lock keeps a copy next to its counter (see `hook::acquired`).
+        for (e, _, site) in table::entries() {
+            if site == table::SITE_TOTAL {
+                e.sample_mask.store(p - 1, Ordering::Relaxed);
+            }
+        }
     }
     #[cfg(not(all(feature = "lockstat", not(loom))))]
     let _ = period;

@@ -99,6 +99,9 @@ pub(crate) struct Entry {
     /// `acquisitions_base` instead.
     pub(crate) acquisitions: AtomicU64,
     pub(crate) acquisitions_base: AtomicU64,
+    /// Totals entry: this lock's copy of the global sample mask (next to the counter it is
+    /// tested against, so the wrapper's fast path reads one cache line).
+    pub(crate) sample_mask: AtomicU64,
     pub(crate) contended: AtomicU64,
     pub(crate) timeouts: AtomicU64,
     pub(crate) spin_ns: AtomicU64,
@@ -129,6 +132,7 @@ impl Entry {
             label_len: AtomicUsize::new(0),
             acquisitions: ZERO,
             acquisitions_base: ZERO,
+            sample_mask: ZERO,
             contended: ZERO,
             timeouts: ZERO,
             spin_ns: ZERO,
