@@ -103,7 +103,7 @@ macro_rules! tracked_rwlock {
             /// Lockstat bookkeeping for a read-side acquisition that may wait: fast attempt
             /// first, then the waiting one with the caller named for the contended path.
             #[cfg(feature = "lockstat")]
-            #[inline]
+            #[inline(always)]
             fn shared_tracked(
                 &self,
                 site: &'static Location<'static>,
@@ -120,7 +120,7 @@ macro_rules! tracked_rwlock {
 
             /// Lockstat bookkeeping for an exclusive acquisition that may wait; counts it.
             #[cfg(feature = "lockstat")]
-            #[inline]
+            #[inline(always)]
             fn exclusive_tracked(
                 &self,
                 site: &'static Location<'static>,
@@ -137,7 +137,7 @@ macro_rules! tracked_rwlock {
             }
 
             #[doc = concat!("Takes a read lock, waiting while a writer holds the lock (or waits for it).\n\n```\nlet l = scalelock::", $sname, "::new(1);\nlet (a, b) = (l.read(), l.read());\nassert_eq!(*a + *b, 2);\n```")]
-            #[inline]
+            #[inline(always)]
             #[track_caller]
             pub fn read(&self) -> RwLockReadGuard<'_, $raw, T> {
                 #[cfg(feature = "lockstat")]
@@ -197,7 +197,7 @@ macro_rules! tracked_rwlock {
             }
 
             #[doc = concat!("Takes a read lock whenever no writer *holds* the lock, even while writers wait: a thread that already reads may read again.\n\n```\nlet l = scalelock::", $sname, "::new(1);\nlet a = l.read();\nlet b = l.read_recursive();\nassert_eq!(*a + *b, 2);\n```")]
-            #[inline]
+            #[inline(always)]
             #[track_caller]
             pub fn read_recursive(&self) -> RwLockReadGuard<'_, $raw, T> {
                 #[cfg(feature = "lockstat")]
@@ -217,7 +217,7 @@ macro_rules! tracked_rwlock {
             }
 
             #[doc = concat!("Takes an upgradable read lock: shared with readers, exclusive with writers and other upgradable readers.\n\n```\nuse lock_api::RwLockUpgradableReadGuard;\nlet l = scalelock::", $sname, "::new(1);\nlet u = l.upgradable_read();\nlet mut w = RwLockUpgradableReadGuard::upgrade(u);\n*w += 1;\ndrop(w);\nassert_eq!(*l.read(), 2);\n```")]
-            #[inline]
+            #[inline(always)]
             #[track_caller]
             pub fn upgradable_read(&self) -> RwLockUpgradableReadGuard<'_, $raw, T> {
                 #[cfg(feature = "lockstat")]
@@ -238,7 +238,7 @@ macro_rules! tracked_rwlock {
             }
 
             #[doc = concat!("Takes the write lock, waiting for readers and writers to leave.\n\n```\nlet l = scalelock::", $sname, "::new(1);\n*l.write() += 1;\nassert_eq!(*l.read(), 2);\n```")]
-            #[inline]
+            #[inline(always)]
             #[track_caller]
             pub fn write(&self) -> RwLockWriteGuard<'_, $raw, T> {
                 #[cfg(feature = "lockstat")]
