@@ -5,6 +5,11 @@
 //! - [`Mutex`]: spins exactly as long as spinning has been paying on *this* lock, then sleeps on a
 //!   futex; hands off to a waiter that has waited over a millisecond, so tail latency stays bounded
 //!   when threads outnumber cores.
+//! - [`RwLock`]: one state word; an uncontended read is one atomic operation each way, like a
+//!   mutex; phase-fair (neither readers nor writers starve); `read_recursive` never waits behind
+//!   a waiting writer, and debug builds catch a nested plain `read` that would deadlock.
+//! - [`BiasedRwLock`]: reader-biased (BRAVO-style): while writes are rare, readers on different
+//!   cores write no common cache line; writers revoke the bias and pay a bounded price.
 //! - [`Condvar`]: `notify_all` moves waiters onto the mutex instead of waking a herd.
 //! - [`stats`]: lockstat: acquisitions, contention, spin, sleeps, wait and hold times per lock and
 //!   per call site (`SCALELOCK_LOCKSTAT=1`).
