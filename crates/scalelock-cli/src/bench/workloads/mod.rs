@@ -266,6 +266,90 @@ mod tests {
         }
     }
 
+    use crate::bench::harness::Trial;
+    use crate::bench::locks::{BenchMutex, BenchRwLock, Nesting};
+    use crate::bench::work::Work;
+    use std::time::Duration;
+
+    fn trial(threads: usize) -> Trial {
+        Trial {
+            threads,
+            warmup: Duration::from_millis(2),
+            duration: Duration::from_millis(15),
+            sample_every: 4,
+        }
+    }
+
+    /// A "lock" that does not lock: the workloads' checks must catch it.
+    struct NoLock;
+
+    impl BenchMutex for NoLock {
+        fn new() -> Self {
+            NoLock
+        }
+        fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+
+    impl BenchRwLock for NoLock {
+        const NESTING: Nesting = Nesting::Reentrant;
+        fn new() -> Self {
+            NoLock
+        }
+        fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+
+    fn hold() -> mutex_common::HoldBench {
+        mutex_common::HoldBench {
+            hold: Work::ns(50),
+            think: Work::NONE,
+        }
+    }
+
+    fn mix() -> rw_common::RwMix {
+        rw_common::RwMix {
+            write_one_in: 2,
+            nested: true,
+            think: Work::NONE,
+        }
+    }
+
+    #[test]
+    fn every_mutex_passes_the_lost_update_check_under_contention() {
+        for lock in locks::MUTEXES.iter().chain([&locks::FLOOR]) {
+            let m = locks::run_mutex(lock, &hold(), &trial(4))
+                .unwrap_or_else(|e| panic!("{lock}: {e}"));
+            assert!(m.ops_all > 0, "{lock}");
+        }
+    }
+
+    #[test]
+    fn every_rwlock_passes_the_torn_read_and_lost_update_checks_under_contention() {
+        for lock in locks::RWLOCKS {
+            let m = locks::run_rwlock(lock, &mix(), &trial(4))
+                .unwrap_or_else(|e| panic!("{lock}: {e}"));
+            assert!(m.ops_all > 0 && m.tally > 0, "{lock}");
+        }
+    }
+
+    #[test]
+    fn the_checks_catch_a_lock_that_does_not_exclude() {
+        // Races are likely but not certain in one short run; a few tries make a miss negligible.
+        let caught_mutex = (0..20).any(|_| {
+            <mutex_common::HoldBench as MutexBench>::run::<NoLock>(&hold(), &trial(4)).is_err()
+        });
+        assert!(caught_mutex, "lost updates went unnoticed");
+        let caught_rw = (0..20)
+            .any(|_| <rw_common::RwMix as RwBench>::run::<NoLock>(&mix(), &trial(4)).is_err());
+        assert!(caught_rw, "torn reads / lost updates went unnoticed");
+    }
+
     #[test]
     fn lock_selection_filters_points() {
         let sel = Selection {
