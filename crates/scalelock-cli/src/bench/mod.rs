@@ -157,6 +157,14 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         ));
     }
 
+    let load_start = machine::load_average();
+    let cpus = machine::detect().usable_cpus;
+    if let Some(load) = load_start.filter(|&l| l > cpus as f64) {
+        eprintln!(
+            "scalelock bench: warning: load average {load:.1} on {cpus} CPUs: other work is \
+             running, the numbers will be noisy"
+        );
+    }
     let per_point = warmup + duration + Duration::from_millis(15);
     eprintln!(
         "scalelock bench: {} points, {} ms each (+{} ms warm-up), threads {:?}: about {} s",
@@ -211,6 +219,8 @@ pub fn run(opts: &Options) -> Result<(), Error> {
                     total_ops: s.total_ops,
                     elapsed_s: m.elapsed.as_secs_f64(),
                     latency_samples: s.samples,
+                    cpu_utilization: m.cpu.as_secs_f64()
+                        / (m.elapsed.as_secs_f64() * p.threads.min(cpus).max(1) as f64).max(1e-9),
                     params: p.params,
                 };
                 if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
@@ -254,6 +264,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             quick: opts.quick,
             spin_policy,
             clock_overhead_ns,
+            load_average: [load_start, machine::load_average()],
         },
         workloads: infos,
     };

@@ -36,6 +36,9 @@ pub struct Config {
     pub spin_policy: String,
     /// Cost of reading the clock twice, included in every latency sample (ns).
     pub clock_overhead_ns: u64,
+    /// 1-minute load average when the run started and when it ended: well above the CPU count
+    /// at the start means other work competed with the bench.
+    pub load_average: [Option<f64>; 2],
 }
 
 /// A workload's description for the report and table.
@@ -441,6 +444,7 @@ pub(crate) mod tests {
             total_ops: ops as u64,
             elapsed_s: 1.0,
             latency_samples: 5,
+            cpu_utilization: 1.0,
             params: BTreeMap::new(),
         }
     }
@@ -456,6 +460,7 @@ pub(crate) mod tests {
                 quick: true,
                 spin_policy: "auto".into(),
                 clock_overhead_ns: 20,
+                load_average: [Some(0.5), Some(2.0)],
             },
             workloads: vec![WorkloadInfo {
                 name: "w".into(),

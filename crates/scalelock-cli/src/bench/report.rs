@@ -108,6 +108,7 @@ from a shared or noisy machine are not comparable across runs.</p>
 <tr><td>Kernel</td><td>{kernel}</td></tr>
 <tr><td>Thread sweep</td><td>{threads}{quick}</td></tr>
 <tr><td>Spin policy</td><td>{policy} (outside adaptive-grid)</td></tr>
+<tr><td>Load average (1 min)</td><td>{load}</td></tr>
 </table>
 "#,
         dur = run.config.duration_ms,
@@ -126,6 +127,7 @@ from a shared or noisy machine are not comparable across runs.</p>
         quick = if run.config.quick { " (--quick)" } else { "" },
         policy = esc(&run.config.spin_policy),
         clock = run.config.clock_overhead_ns,
+        load = load_text(run),
     );
 
     let all = groups(&run.results);
@@ -182,6 +184,20 @@ from a shared or noisy machine are not comparable across runs.</p>
     }
     h.push_str("</table>\n</body></html>\n");
     Ok(h)
+}
+
+/// The load averages, with a warning when other work competed with the run.
+fn load_text(run: &Run) -> String {
+    let show = |l: Option<f64>| l.map_or("?".to_string(), |l| format!("{l:.1}"));
+    let [start, end] = run.config.load_average;
+    let mut t = format!("{} at the start, {} at the end", show(start), show(end));
+    if start.is_some_and(|l| l > run.machine.usable_cpus as f64) {
+        t.push_str(
+            " <b style=\"color:#a00\">(more runnable work than CPUs before the bench started: \
+             other programs competed with it, so these numbers are noisy)</b>",
+        );
+    }
+    t
 }
 
 /// One row of the summary table: how `own` fared in workload `n`.
