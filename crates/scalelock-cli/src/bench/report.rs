@@ -237,7 +237,7 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
     let series = g.series();
     let threads = g.threads();
     h.push_str("<div class=\"plots\">\n");
-    if threads.len() == 1 {
+    if g.is_single_thread() {
         h.push_str(&bar_plot(g, &series, ours)?);
     } else {
         type Metric = fn(&Record) -> Option<f64>;
@@ -363,10 +363,14 @@ fn line_plot(
     {
         let root = SVGBackend::with_string(&mut svg, (PLOT_W, PLOT_H)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let (tmin, tmax) = (
+        let (mut tmin, mut tmax) = (
             threads[0] as f64,
             *threads.last().expect("non-empty") as f64,
         );
+        if tmin == tmax {
+            // A single thread count: give the lone points some room.
+            (tmin, tmax) = (tmin / 2.0, tmax * 2.0);
+        }
         let x_range = (tmin..tmax)
             .log_scale()
             .with_key_points(threads.iter().map(|&t| t as f64).collect());
@@ -469,7 +473,7 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
         .filter_map(|s| {
             g.get(s, t)
                 .filter(|r| r.total_ops > 0)
-                .map(|r| (*s, r.ns_per_op))
+                .map(|r| (*s, r.cpu_ns_per_op))
         })
         .collect();
     let n = bars.len().max(1);
@@ -482,7 +486,7 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
         let names: Vec<String> = bars.iter().map(|b| b.0.to_string()).collect();
         let mut chart = ChartBuilder::on(&root)
             .caption(
-                "Lock + unlock, one thread: ns per pair (lower is better)",
+                "Lock + unlock on one thread: CPU ns per pair (lower is better)",
                 ("sans-serif", 17),
             )
             .margin(8)
@@ -503,7 +507,7 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
         chart
             .configure_mesh()
             .disable_y_mesh()
-            .x_desc("ns per lock + unlock")
+            .x_desc("CPU ns per lock + unlock")
             .y_label_formatter(&name_at)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .label_style(("sans-serif", 14))
@@ -588,6 +592,17 @@ mod tests {
         let page = html(&run(rs)).unwrap();
         assert_eq!(page.matches("<svg").count(), 4);
         assert!(page.contains("no operation completed"));
+    }
+
+    #[test]
+    fn a_sweep_of_one_thread_count_above_one_still_plots_lines() {
+        let rs = vec![
+            record("w", None, "scalelock", 8, 100.0),
+            record("w", None, "std", 8, 50.0),
+        ];
+        let page = html(&run(rs)).unwrap();
+        assert_eq!(page.matches("<svg").count(), 3);
+        assert!(page.contains("Throughput"));
     }
 
     #[test]
