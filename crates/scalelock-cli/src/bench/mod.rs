@@ -142,6 +142,10 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 
     let mut plan = Vec::new();
     for w in &selected {
+        if let Some(why) = w.unavailable() {
+            eprintln!("scalelock bench: note: skipping `{}`: {why}", w.name());
+            continue;
+        }
         let points = w.plan(&sel);
         if points.is_empty() {
             eprintln!(

@@ -11,7 +11,9 @@
 //!        fn about(&self) -> &'static str { "What it does; which seed it reproduces." }
 //!        fn columns(&self) -> Vec<&'static str> { locks::MUTEXES.to_vec() }
 //!        fn plan(&self, sel: &Selection) -> Vec<Point> { /* one Point per measurement */ }
-//!        // optional: fn ours(&self) -> &'static str { "scalelock" }
+//!        // optional:
+//!        // fn ours(&self) -> &'static str { "scalelock" }
+//!        // fn unavailable(&self) -> Option<String> { None }
 //!    }
 //!    ```
 //!
@@ -27,7 +29,17 @@
 //! plotted separately), `.series("auto")` (the line label, defaults to the lock),
 //! `.param("hold_ns", 1000)` (extra JSON fields under `params`) and `.sample_every(n)`.
 //! Return `Err(message)` from `run` when the workload's own consistency check fails (a lock lost
-//! updates): the bench reports it and exits non-zero.
+//! updates): the bench reports it and exits non-zero. `trial.duration` is the measured time the
+//! user asked for (default 200 ms, `--quick` 40 ms); a workload that needs longer (an external
+//! server benchmark) may scale it, and should say so in `about`.
+//!
+//! Results: the driver turns each point's [`Measurement`] into one [`Record`](super::stats::Record)
+//! (throughput, CPU ns per op, latency p50/p99/max, fairness, plus `case`, `series` and
+//! `params`) and the table, `--json`, `--csv` and `--report` show it; a workload never prints or
+//! writes files itself. A workload that measures something the harness does not (an external
+//! program's transactions per second) builds the `Measurement` itself: per-thread operation
+//! counts, the elapsed window, the CPU time, and an empty
+//! [`new_histogram`](super::harness::new_histogram) if it has no latencies.
 //!
 //! Inside `run`, call [`measure`](super::harness::measure)`(trial, &shared, |shared, w| { ..; 1 })`:
 //! it starts `trial.threads` threads on a barrier, warms up, measures, stops, and returns
@@ -39,8 +51,8 @@
 //! calibrated busy work.
 //!
 //! For a lock workload, write the body once, generic over the lock: implement
-//! [`MutexBench`](super::locks::MutexBench) (`fn run<M: BenchMutex>(&self, trial: &Trial) ->
-//! Result<Measurement, String>`) or [`RwBench`](super::locks::RwBench), and let
+//! [`MutexBench`] (`fn run<M: BenchMutex>(&self, trial: &Trial) ->
+//! Result<Measurement, String>`) or [`RwBench`], and let
 //! [`mutex_points`] / [`rwlock_points`] make one point per selected lock and thread count.
 //!
 //! ## Workloads that compare something other than locks
@@ -48,8 +60,17 @@
 //! The `lock` column names whatever is compared. A workload comparing allocators or map variants
 //! returns its variant names from [`Workload::columns`] (e.g. `["system", "scalelock-alloc"]`),
 //! uses them as the `lock` of its points, and names its own entry in [`Workload::ours`] (the
-//! series whose ratio to the best other is reported). `--locks` accepts any name some workload
-//! lists in `columns`, and [`Selection::wants`] filters by it.
+//! series whose ratio to the best other is reported). Series named `<ours>-<variant>` (e.g.
+//! `scalelock-biased`, or `scalelock-alloc-nocache` next to `scalelock-alloc`) belong to the same
+//! family: each gets its own ratio row, against the best series *outside* the family.
+//! `--locks` accepts any name some workload lists in `columns`, and [`Selection::wants`] filters
+//! by it.
+//!
+//! ## Workloads that cannot always run
+//!
+//! A workload that needs something this machine may lack (a `mariadbd` binary, sysbench)
+//! returns the reason from [`Workload::unavailable`]; the bench prints it and skips the
+//! workload instead of failing the run.
 
 use super::harness::{Measurement, Trial};
 use super::locks::{self, MutexBench, RwBench};
@@ -89,9 +110,14 @@ pub trait Workload: Send + Sync {
     fn about(&self) -> &'static str;
     /// Every value this workload can put in the `lock` column (used to validate `--locks`).
     fn columns(&self) -> Vec<&'static str>;
-    /// The series compared against the best of the others in tables and reports.
+    /// The series compared against the best of the others in tables and reports (with its
+    /// `<ours>-<variant>` family).
     fn ours(&self) -> &'static str {
         "scalelock"
+    }
+    /// Why this workload cannot run on this machine, if it cannot (it is then skipped).
+    fn unavailable(&self) -> Option<String> {
+        None
     }
     /// The measurements to make for this selection.
     fn plan(&self, sel: &Selection) -> Vec<Point>;
