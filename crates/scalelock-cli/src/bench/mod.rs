@@ -107,6 +107,19 @@ fn select(opts: &Options) -> Result<Vec<Box<dyn workloads::Workload>>, String> {
         .collect())
 }
 
+/// Orders a workload's points case by case, and within a case thread count by thread count,
+/// keeping the workload's lock order: the locks compared at one thread count run back to back,
+/// so a burst of outside load hits them alike instead of penalising whichever lock ran during it.
+fn interleave(points: &mut [workloads::Point]) {
+    let mut cases: Vec<Option<String>> = Vec::new();
+    for p in points.iter() {
+        if !cases.contains(&p.case) {
+            cases.push(p.case.clone());
+        }
+    }
+    points.sort_by_key(|p| (cases.iter().position(|c| *c == p.case), p.threads));
+}
+
 /// Why `scalelock bench` failed.
 #[derive(Debug)]
 pub enum Error {
@@ -146,7 +159,8 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             eprintln!("scalelock bench: note: skipping `{}`: {why}", w.name());
             continue;
         }
-        let points = w.plan(&sel);
+        let mut points = w.plan(&sel);
+        interleave(&mut points);
         if points.is_empty() {
             eprintln!(
                 "scalelock bench: note: workload `{}` has none of the selected locks; skipped",
@@ -350,6 +364,27 @@ mod tests {
         .unwrap();
         let names: Vec<_> = ws.iter().map(|w| w.name()).collect();
         assert_eq!(names, vec!["uncontended", "log-append"]);
+    }
+
+    #[test]
+    fn points_run_thread_count_by_thread_count_within_each_case() {
+        let mk = |lock: &str, case: &str, t| {
+            workloads::Point::new(lock, t, |_| Err(String::new())).case(case)
+        };
+        let mut ps = vec![
+            mk("a", "x", 1),
+            mk("a", "x", 4),
+            mk("b", "x", 1),
+            mk("b", "x", 4),
+            mk("a", "y", 1),
+            mk("b", "y", 1),
+        ];
+        interleave(&mut ps);
+        let order: Vec<_> = ps
+            .iter()
+            .map(|p| format!("{}{}{}", p.case.as_deref().unwrap(), p.lock, p.threads))
+            .collect();
+        assert_eq!(order, ["xa1", "xb1", "xa4", "xb4", "ya1", "yb1"]);
     }
 
     #[test]
