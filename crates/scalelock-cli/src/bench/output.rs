@@ -24,8 +24,10 @@ pub struct Run {
 /// How a run was configured (an extra JSON field).
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
-    /// Measured time per point.
+    /// Measured time per point, all rounds together.
     pub duration_ms: u64,
+    /// Rounds per point (each `duration_ms / rounds`; the best round is reported).
+    pub rounds: usize,
     /// Warm-up per point.
     pub warmup_ms: u64,
     /// Thread sweep.
@@ -473,6 +475,7 @@ pub(crate) mod tests {
             results,
             config: Config {
                 duration_ms: 1,
+                rounds: 2,
                 warmup_ms: 1,
                 threads: vec![1, 2],
                 quick: true,

@@ -97,7 +97,9 @@ td.good {{ color: #070; }} td.bad {{ color: #a00; }}
 .machine td {{ text-align: left; }}
 </style></head><body>
 <h1>scalelock bench</h1>
-<p>Each point ran for {dur} ms after {warm} ms of warm-up, threads started on a barrier.
+<p>Each point ran {rounds} rounds of {round} ms, each after {warm} ms of warm-up with its threads
+started on a barrier; the second round ran the points in reverse order, and the round with the
+higher throughput is reported (outside load only ever slows a round down).
 Throughput counts operations of all threads together; CPU per operation is the process's user +
 system time over the measured window divided by the operations; latency is the time to acquire
 the lock, sampled (each sample includes about {clock} ns of reading the clock). Ratios compare against the other locks of this same run: absolute numbers
@@ -111,7 +113,8 @@ from a shared or noisy machine are not comparable across runs.</p>
 <tr><td>Load average (1 min)</td><td>{load}</td></tr>
 </table>
 "#,
-        dur = run.config.duration_ms,
+        rounds = run.config.rounds,
+        round = run.config.duration_ms / run.config.rounds.max(1) as u64,
         warm = run.config.warmup_ms,
         cpus = m.cpus,
         usable = m.usable_cpus,
