@@ -73,7 +73,8 @@ struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,..", value_parser = parse_threads,
           allow_hyphen_values = true)]
     threads: Option<Vec<usize>>,
-    /// Measured milliseconds per point (default 200; --quick 40).
+    /// Measured milliseconds per point, split over 2 rounds whose best is reported (default
+    /// 200; --quick 40).
     #[arg(long, value_name = "N", value_parser = parse_duration_ms, allow_hyphen_values = true)]
     duration_ms: Option<u64>,
     /// Write the results as JSON.

@@ -29,9 +29,11 @@
 //! plotted separately), `.series("auto")` (the line label, defaults to the lock),
 //! `.param("hold_ns", 1000)` (extra JSON fields under `params`) and `.sample_every(n)`.
 //! Return `Err(message)` from `run` when the workload's own consistency check fails (a lock lost
-//! updates): the bench reports it and exits non-zero. `trial.duration` is the measured time the
-//! user asked for (default 200 ms, `--quick` 40 ms); a workload that needs longer (an external
-//! server benchmark) may scale it, and should say so in `about`.
+//! updates): the bench reports it and exits non-zero. `trial.duration` is the measured time of one
+//! round: every point runs [`ROUNDS`](super::ROUNDS) rounds (the second in reverse order) and
+//! the round with the higher throughput is reported, so a round gets `--duration-ms / ROUNDS`
+//! (100 ms by default, 20 ms with `--quick`). A workload that needs longer (an external server
+//! benchmark) may scale it, and should say so in `about`.
 //!
 //! Results: the driver turns each point's [`Measurement`] into one [`Record`](super::stats::Record)
 //! (throughput, CPU ns per op, latency p50/p99/max, fairness, plus `case`, `series` and
