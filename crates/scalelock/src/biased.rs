@@ -81,6 +81,7 @@
 //! panic on it as [`RwLock`](crate::RwLock) does: nest with `read_recursive`.
 
 use crate::rwlock::RawRwLock;
+use crate::stats;
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Spinner};
 use core::cell::Cell;
@@ -185,6 +186,13 @@ impl RawBiasedRwLock {
     #[inline]
     fn key(&self) -> usize {
         self as *const RawBiasedRwLock as usize
+    }
+
+    /// Lockstat: the address this lock's statistics are kept under (its underlying
+    /// [`RawRwLock`]'s, whose contended paths record there too).
+    #[inline]
+    pub(crate) fn stats_key(&self) -> usize {
+        self.lock.stats_key()
     }
 
     // -----------------------------------------------------------------------------------------
@@ -673,6 +681,7 @@ impl RawBiasedRwLock {
         // Deferred readers leave after a read section: spin about as long as that has been
         // paying on this lock, then nap.
         let mut spinner = Spinner::new(self.spin.budget());
+        let mut rec = stats::Recorder::begin(); // lockstat: a writer waits for readers to drain
         let mut learned = false;
         let mut nap_ns = NAP_MIN_NS;
         loop {
@@ -680,11 +689,11 @@ impl RawBiasedRwLock {
                 if !learned && spinner.has_spun() {
                     self.spin.record(true, spinner.spent_ns());
                 }
-                return true;
+                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
             }
             if let Some(d) = deadline {
                 if d.has_passed() {
-                    return false;
+                    return rec.done_waited(self.stats_key(), false, spinner.spent_ns());
                 }
             }
             if spinner.spin() {
@@ -696,13 +705,14 @@ impl RawBiasedRwLock {
             }
             let d = self.drain.fetch_or(DRAIN_SLEEPING, Ordering::Acquire) | DRAIN_SLEEPING;
             if slot.load(Ordering::Acquire) != key {
-                return true;
+                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
             }
             let nap = Deadline::after(core::time::Duration::from_nanos(nap_ns));
             let until = match deadline {
                 Some(d) if earlier(d, &nap) => d,
                 _ => &nap,
             };
+            rec.sleep();
             futex::wait(&self.drain, d, Some(until));
             nap_ns = (nap_ns * 2).min(NAP_MAX_NS);
             // Under loom a timed wait returns at once: let the reader run.
@@ -1156,31 +1166,7 @@ mod api {
     }
 }
 
-/// A reader-biased reader-writer lock protecting a `T`, built on [`RawBiasedRwLock`]: readers on
-/// different cores write no common cache line while writes are rare; writers pay for revoking
-/// the bias. The same guard API as [`RwLock`](crate::RwLock) (no fair-unlock methods).
-///
-/// ```
-/// use scalelock::BiasedRwLock;
-/// use std::sync::Arc;
-///
-/// let config = Arc::new(BiasedRwLock::new(String::from("v1")));
-/// let readers: Vec<_> = (0..4)
-///     .map(|_| {
-///         let c = Arc::clone(&config);
-///         std::thread::spawn(move || (0..1000).filter(|_| c.read().starts_with('v')).count())
-///     })
-///     .collect();
-/// *config.write() = String::from("v2");
-/// for r in readers {
-///     assert_eq!(r.join().unwrap(), 1000);
-/// }
-/// assert_eq!(*config.read(), "v2");
-/// ```
-#[cfg(not(loom))]
-pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
-
-/// The guard of a read lock on a [`BiasedRwLock`].
+/// The guard of a read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// let lock = scalelock::BiasedRwLock::new(1);
@@ -1191,7 +1177,7 @@ pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
 #[cfg(not(loom))]
 pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedRwLock, T>;
 
-/// The guard of the write lock on a [`BiasedRwLock`].
+/// The guard of the write lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// let lock = scalelock::BiasedRwLock::new(1);
@@ -1203,7 +1189,7 @@ pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedR
 #[cfg(not(loom))]
 pub type BiasedRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawBiasedRwLock, T>;
 
-/// The guard of an upgradable read lock on a [`BiasedRwLock`].
+/// The guard of an upgradable read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// use scalelock::{BiasedRwLock, BiasedRwLockUpgradableReadGuard};

@@ -91,6 +91,7 @@
 //! `WRITERS_WAITING` and wakes every sleeper, which re-arm what they still need. That is what the
 //! loom models in `tests/loom_rwlock.rs` check: no lost wake-up, no stranded sleeper.
 
+use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{futex, Deadline, SpinBudget, SpinEstimate, Spinner};
 
@@ -133,7 +134,7 @@ fn readers_full(s: u32) -> bool {
 /// `RawRwLockRecursiveTimed`, `RawRwLockUpgrade`, `RawRwLockUpgradeDowngrade`,
 /// `RawRwLockUpgradeTimed`, `RawRwLockFair`, `RawRwLockUpgradeFair`).
 ///
-/// Use it through [`RwLock`], or directly where a guard does not fit.
+/// Use it through [`RwLock`](crate::RwLock), or directly where a guard does not fit.
 ///
 /// ```
 /// use lock_api::RawRwLock as _;
@@ -508,6 +509,12 @@ impl RawRwLock {
         self.spin.get()
     }
 
+    /// Lockstat: the address this lock's statistics are kept under.
+    #[inline]
+    pub(crate) fn stats_key(&self) -> usize {
+        self as *const RawRwLock as usize
+    }
+
     // -----------------------------------------------------------------------------------------
     // Slow paths
     // -----------------------------------------------------------------------------------------
@@ -541,6 +548,7 @@ impl RawRwLock {
         plain: bool,
     ) -> bool {
         let budget = self.spin.budget();
+        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         let unbounded = budget == SpinBudget::Unbounded;
         let mut spinner = Spinner::new(budget);
         let mut learned = false;
@@ -565,7 +573,7 @@ impl RawRwLock {
                         if !learned && spinner.has_spun() {
                             self.spin.record(true, spinner.spent_ns());
                         }
-                        return true;
+                        return rec.done_at(self.stats_key(), true, spinner.spent_ns(), false);
                     }
                     Err(current) => {
                         s = current;
@@ -593,7 +601,7 @@ impl RawRwLock {
                 if d.has_passed() {
                     // Sleepers are woken all at once, so giving up strands nobody; a stale
                     // PARKED only costs the next unlock a futile wake.
-                    return false;
+                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
                 }
             }
             if s & PARKED == 0 {
@@ -609,9 +617,10 @@ impl RawRwLock {
                 s |= PARKED;
             }
             parked_turn.get_or_insert(turn(s));
+            rec.sleep();
             let in_time = futex::wait(&self.state, s, deadline);
             if !in_time {
-                return false;
+                return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
             }
             s = self.state.load(Ordering::Relaxed);
         }
@@ -627,6 +636,7 @@ impl RawRwLock {
         take: impl Fn(u32, bool) -> Option<u32>,
     ) -> bool {
         let budget = self.spin.budget();
+        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         let unbounded = budget == SpinBudget::Unbounded;
         let mut spinner = Spinner::new(budget);
         let mut learned = false;
@@ -643,7 +653,7 @@ impl RawRwLock {
                         if !learned && spinner.has_spun() {
                             self.spin.record(true, spinner.spent_ns());
                         }
-                        return true;
+                        return rec.done_at(self.stats_key(), true, spinner.spent_ns(), false);
                     }
                     Err(current) => {
                         s = current;
@@ -664,7 +674,7 @@ impl RawRwLock {
                     if waited {
                         self.writer_gives_up();
                     }
-                    return false;
+                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
                 }
             }
             if s & WRITERS_WAITING == 0 {
@@ -686,9 +696,10 @@ impl RawRwLock {
             if take(s, true).is_some() || s & WRITERS_WAITING == 0 {
                 continue;
             }
+            rec.sleep();
             if !futex::wait(&self.writer_seq, seq, deadline) {
                 self.writer_gives_up();
-                return false;
+                return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
             }
             s = self.state.load(Ordering::Relaxed);
         }
@@ -1221,25 +1232,7 @@ mod api {
     }
 }
 
-/// A reader-writer lock protecting a `T`, built on [`RawRwLock`]: a drop-in for
-/// `parking_lot::RwLock` (same lock_api surface: upgradable, recursive, timed, fair, downgrade).
-///
-/// ```
-/// use scalelock::RwLock;
-///
-/// let lock = RwLock::new(5);
-/// {
-///     let r1 = lock.read();
-///     let r2 = lock.read_recursive(); // never waits behind a waiting writer
-///     assert_eq!(*r1 + *r2, 10);
-/// }
-/// *lock.write() += 1;
-/// assert_eq!(*lock.read(), 6);
-/// ```
-#[cfg(not(loom))]
-pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
-
-/// The guard of a read lock on an [`RwLock`].
+/// The guard of a read lock on an [`RwLock`](crate::RwLock).
 ///
 /// ```
 /// let lock = scalelock::RwLock::new(1);
@@ -1249,7 +1242,7 @@ pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 #[cfg(not(loom))]
 pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
 
-/// The guard of the write lock on an [`RwLock`].
+/// The guard of the write lock on an [`RwLock`](crate::RwLock).
 ///
 /// ```
 /// let lock = scalelock::RwLock::new(1);
@@ -1261,7 +1254,7 @@ pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
 #[cfg(not(loom))]
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
 
-/// The guard of an upgradable read lock on an [`RwLock`]: shared with readers, exclusive with
+/// The guard of an upgradable read lock on an [`RwLock`](crate::RwLock): shared with readers, exclusive with
 /// writers and other upgradable readers, and upgradable to the write lock.
 ///
 /// ```

@@ -66,6 +66,26 @@ impl Workload for MariadbSysbench {
         false
     }
 
+    fn unavailable(&self) -> Option<String> {
+        let missing: Vec<&str> = [
+            "mariadbd",
+            "mariadb-install-db",
+            "mariadb-admin",
+            "sysbench",
+        ]
+        .into_iter()
+        .filter(|tool| !installed(tool))
+        .collect();
+        if !missing.is_empty() {
+            return Some(format!(
+                "{} not installed (Debian packages mariadb-server, sysbench)",
+                missing.join(", ")
+            ));
+        }
+        let script = script_path();
+        (!script.is_file()).then(|| format!("{} not found", script.display()))
+    }
+
     fn plan(&self, sel: &Selection) -> Vec<Point> {
         let locks: Vec<&'static str> = LOCKS
             .iter()
@@ -160,6 +180,14 @@ impl Shared {
             )),
         }
     }
+}
+
+/// Whether `tool` is on `PATH` (or in `/usr/sbin`, where Debian puts `mariadbd`).
+fn installed(tool: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin")])
+        .any(|dir| dir.join(tool).is_file())
 }
 
 /// `scripts/mariadb-sysbench.sh` in this source tree, or `$SCALELOCK_MARIADB_SCRIPT`.
