@@ -111,7 +111,12 @@ impl Cond {
 
     /// # Safety
     /// `m` is the mutex the caller holds (a live `pthread_mutex_t`).
-    unsafe fn wait(&self, m: *mut pthread_mutex_t, deadline: Option<&Deadline>) -> c_int {
+    unsafe fn wait(
+        &self,
+        m: *mut pthread_mutex_t,
+        deadline: Option<&Deadline>,
+        caller: usize,
+    ) -> c_int {
         self.waiters.fetch_add(1, Ordering::Relaxed);
         // Read while the mutex is still held: see the module comment.
         let seq = self.seq.load(Ordering::Relaxed);
@@ -127,7 +132,7 @@ impl Cond {
         self.leave();
         // From here on the condvar may be destroyed: it is not touched again.
         // SAFETY: `m` was released by `release_for_wait` just above.
-        let r = unsafe { reacquire_after_wait(m, released) };
+        let r = unsafe { reacquire_after_wait(m, released, caller) };
         if r != 0 {
             r
         } else if in_time {
@@ -239,6 +244,7 @@ unsafe fn wait_on(
     m: *mut pthread_mutex_t,
     clock: Option<Clock>,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     let deadline = match clock {
         None => None,
@@ -254,7 +260,7 @@ unsafe fn wait_on(
         }
     };
     // SAFETY: the caller's promise.
-    unsafe { cv.wait(m, deadline.as_ref()) }
+    unsafe { cv.wait(m, deadline.as_ref(), caller) }
 }
 
 /// Whether glibc's condvar can wait with `m`: only if glibc serves `m` too (glibc's wait
@@ -268,14 +274,22 @@ unsafe fn glibc_can_wait_with(m: *mut pthread_mutex_t) -> bool {
     mode() == Mode::Glibc || unsafe { crate::mutex::served_by_glibc(m) }
 }
 
-/// `pthread_cond_wait`.
+entry_with_caller! {
+    /// `pthread_cond_wait`.
+    ///
+    /// # Safety
+    /// `c` and `m` point at initialised objects; the caller holds `m`.
+    pub fn pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int = cond_wait_from, "rdx";
+}
+
+/// The body of [`pthread_cond_wait`], called with the caller's return address.
 ///
 /// # Safety
-/// `c` and `m` point at initialised objects; the caller holds `m`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_wait(
+/// As for [`pthread_cond_wait`].
+unsafe extern "C" fn cond_wait_from(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
+    caller: usize,
 ) -> c_int {
     if c.is_null() || m.is_null() {
         return libc::EINVAL;
@@ -283,7 +297,7 @@ pub unsafe extern "C" fn pthread_cond_wait(
     // SAFETY: the caller's promise.
     match unsafe { route(c) } {
         // SAFETY: the caller's promise.
-        Route::Ours(cv) => unsafe { wait_on(cv, m, None, core::ptr::null()) },
+        Route::Ours(cv) => unsafe { wait_on(cv, m, None, core::ptr::null(), caller) },
         // SAFETY: pass-through; `m` is initialised (the caller's promise).
         Route::Glibc if unsafe { !glibc_can_wait_with(m) } => libc::EINVAL,
         // SAFETY: pass-through.
@@ -292,15 +306,23 @@ pub unsafe extern "C" fn pthread_cond_wait(
     }
 }
 
-/// `pthread_cond_timedwait`: `abstime` on the condattr clock; `ETIMEDOUT`, `EINVAL`.
+entry_with_caller! {
+    /// `pthread_cond_timedwait`: `abstime` on the condattr clock; `ETIMEDOUT`, `EINVAL`.
+    ///
+    /// # Safety
+    /// As for [`pthread_cond_wait`]; `abstime` is null or readable.
+    pub fn pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, abstime: *const timespec) -> c_int = cond_timedwait_from, "rcx";
+}
+
+/// The body of [`pthread_cond_timedwait`], called with the caller's return address.
 ///
 /// # Safety
-/// As for [`pthread_cond_wait`]; `abstime` is null or readable.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_timedwait(
+/// As for [`pthread_cond_timedwait`].
+unsafe extern "C" fn cond_timedwait_from(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if c.is_null() || m.is_null() {
         return libc::EINVAL;
@@ -308,7 +330,7 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     // SAFETY: the caller's promise.
     match unsafe { route(c) } {
         // SAFETY: the caller's promise.
-        Route::Ours(cv) => unsafe { wait_on(cv, m, Some(cv.clock()), abstime) },
+        Route::Ours(cv) => unsafe { wait_on(cv, m, Some(cv.clock()), abstime, caller) },
         // SAFETY: `m` is initialised (the caller's promise).
         Route::Glibc if unsafe { !glibc_can_wait_with(m) } => libc::EINVAL,
         // SAFETY: pass-through.
@@ -317,16 +339,24 @@ pub unsafe extern "C" fn pthread_cond_timedwait(
     }
 }
 
-/// `pthread_cond_clockwait`: `abstime` on `clockid` (`CLOCK_MONOTONIC` or `CLOCK_REALTIME`).
+entry_with_caller! {
+    /// `pthread_cond_clockwait`: `abstime` on `clockid` (`CLOCK_MONOTONIC` or `CLOCK_REALTIME`).
+    ///
+    /// # Safety
+    /// As for [`pthread_cond_timedwait`].
+    pub fn pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, clockid: clockid_t, abstime: *const timespec) -> c_int = cond_clockwait_from, "r8";
+}
+
+/// The body of [`pthread_cond_clockwait`], called with the caller's return address.
 ///
 /// # Safety
-/// As for [`pthread_cond_timedwait`].
-#[no_mangle]
-pub unsafe extern "C" fn pthread_cond_clockwait(
+/// As for [`pthread_cond_clockwait`].
+unsafe extern "C" fn cond_clockwait_from(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
     clockid: clockid_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if c.is_null() || m.is_null() {
         return libc::EINVAL;
@@ -335,7 +365,7 @@ pub unsafe extern "C" fn pthread_cond_clockwait(
     match unsafe { route(c) } {
         Route::Ours(cv) => match clock_of(clockid) {
             // SAFETY: the caller's promise.
-            Some(clock) => unsafe { wait_on(cv, m, Some(clock), abstime) },
+            Some(clock) => unsafe { wait_on(cv, m, Some(clock), abstime, caller) },
             None => libc::EINVAL,
         },
         // SAFETY: `m` is initialised (the caller's promise).

@@ -32,6 +32,10 @@
 //! - `SCALELOCK_SPIN`: as in the library (`auto`, nanoseconds, `0`, `always`); `SCALELOCK_LOCK=spin`
 //!   overrides it with `always`.
 //!
+//! - `SCALELOCK_LOCKSTAT=1` (`on`, `exit`): lockstat for every lock the library serves; the table
+//!   is written at exit (and on a SIGINT left at its default action) to
+//!   `SCALELOCK_LOCKSTAT_FILE`, else stderr, `SCALELOCK_LOCKSTAT_TOP` rows (see [`stats`]).
+//!
 //! A bad value gets one line on stderr and the default.
 //!
 //! # Safety in someone else's process
@@ -50,12 +54,44 @@
     clippy::indexing_slicing
 )]
 
+/// Defines an exported C entry point that hands its caller's return address to `$imp` as one
+/// more (last) argument, `caller: usize`, for lockstat's call sites.
+///
+/// With `cfg(caller_trampolines)` (x86_64, Rust 1.88+) the entry point is two instructions: the
+/// return address, on top of the stack at entry, is loaded into the register of the next integer
+/// argument (`$reg`), and a jump (not a call) goes to `$imp`, which therefore returns straight to
+/// the C caller with the stack as the caller left it. Elsewhere it is a plain function passing 0.
+macro_rules! entry_with_caller {
+    ($(#[$attr:meta])* pub fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $imp:ident, $reg:literal;) => {
+        $(#[$attr])*
+        #[cfg(caller_trampolines)]
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> core::ffi::c_int {
+            core::arch::naked_asm!(
+                concat!("mov ", $reg, ", qword ptr [rsp]"),
+                "jmp {imp}",
+                imp = sym $imp,
+            )
+        }
+
+        $(#[$attr])*
+        #[cfg(not(caller_trampolines))]
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> core::ffi::c_int {
+            // SAFETY: the same contract as `$imp`'s, with an unknown caller.
+            unsafe { $imp($($arg,)* 0) }
+        }
+    };
+}
+
 pub mod cond;
 pub mod config;
 pub mod mutex;
 mod real;
 pub mod rwlock;
 pub mod spin;
+pub mod stats;
 
 use core::ffi::c_int;
 
@@ -79,6 +115,7 @@ pub extern "C" fn scalelock_preload_active() -> c_int {
 extern "C" fn on_load() {
     config::mode();
     real::resolve();
+    stats::on_load();
     // SAFETY: registering an `extern "C" fn()` that lives as long as the process (the library is
     // never unloaded: it is preloaded). The handler only touches atomics.
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };

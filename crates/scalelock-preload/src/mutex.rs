@@ -26,6 +26,7 @@
 
 use crate::config::{mode, Mode};
 use crate::real;
+use crate::stats;
 use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -117,15 +118,28 @@ pub(crate) unsafe fn served_by_glibc(m: *mut pthread_mutex_t) -> bool {
 }
 
 impl Mutex {
+    fn addr(&self) -> usize {
+        self as *const Mutex as usize
+    }
+
+    /// Takes the raw lock, attributing a wait to `caller` and counting the acquisition.
     #[inline]
-    fn lock(&self, ty: i32) -> c_int {
+    fn take(&self, caller: usize) {
+        if !self.raw.try_lock() {
+            stats::waiting_at(caller, || self.raw.lock());
+        }
+        stats::acquired(self.addr(), caller);
+    }
+
+    #[inline]
+    fn lock(&self, ty: i32, caller: usize) -> c_int {
         match ty {
             RECURSIVE => {
                 let me = me();
                 if self.owner.load(Ordering::Relaxed) == me {
                     return self.relock_recursive();
                 }
-                self.raw.lock();
+                self.take(caller);
                 self.owner.store(me, Ordering::Relaxed);
                 self.count.store(1, Ordering::Relaxed);
                 0
@@ -135,12 +149,12 @@ impl Mutex {
                 if self.owner.load(Ordering::Relaxed) == me {
                     return libc::EDEADLK;
                 }
-                self.raw.lock();
+                self.take(caller);
                 self.owner.store(me, Ordering::Relaxed);
                 0
             }
             _ => {
-                self.raw.lock();
+                self.take(caller);
                 0
             }
         }
@@ -159,13 +173,14 @@ impl Mutex {
     }
 
     #[inline]
-    fn try_lock(&self, ty: i32) -> c_int {
+    fn try_lock(&self, ty: i32, caller: usize) -> c_int {
         if ty == RECURSIVE && self.owner.load(Ordering::Relaxed) == me() {
             return self.relock_recursive();
         }
         if !self.raw.try_lock() {
             return libc::EBUSY;
         }
+        stats::acquired(self.addr(), caller);
         self.acquired(ty);
         0
     }
@@ -179,7 +194,7 @@ impl Mutex {
         }
     }
 
-    fn lock_until(&self, ty: i32, clock: Clock, ts: *const timespec) -> c_int {
+    fn lock_until(&self, ty: i32, clock: Clock, ts: *const timespec, caller: usize) -> c_int {
         let me = me();
         if self.owner.load(Ordering::Relaxed) == me {
             match ty {
@@ -190,6 +205,7 @@ impl Mutex {
         }
         // As glibc: a free mutex is taken without looking at the deadline.
         if self.raw.try_lock() {
+            stats::acquired(self.addr(), caller);
             self.acquired(ty);
             return 0;
         }
@@ -203,11 +219,12 @@ impl Mutex {
         let acquired = if mode() == Mode::Spin {
             spin_until(&self.raw, &deadline)
         } else {
-            self.raw.try_lock_until(&deadline)
+            stats::waiting_at(caller, || self.raw.try_lock_until(&deadline))
         };
         if !acquired {
             return libc::ETIMEDOUT;
         }
+        stats::acquired(self.addr(), caller);
         self.acquired(ty);
         0
     }
@@ -296,11 +313,15 @@ pub(crate) unsafe fn release_for_wait(m: *mut pthread_mutex_t) -> Result<Release
 ///
 /// # Safety
 /// As for [`release_for_wait`], which returned `released` for this `m`.
-pub(crate) unsafe fn reacquire_after_wait(m: *mut pthread_mutex_t, released: Released) -> c_int {
+pub(crate) unsafe fn reacquire_after_wait(
+    m: *mut pthread_mutex_t,
+    released: Released,
+    caller: usize,
+) -> c_int {
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
         Route::Ours(mx, ty) => {
-            mx.raw.lock();
+            mx.take(caller);
             if ty == RECURSIVE || ty == ERRORCHECK {
                 mx.owner.store(me(), Ordering::Relaxed);
                 mx.count.store(released.depth, Ordering::Relaxed);
@@ -388,58 +409,80 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     }
 }
 
-/// `pthread_mutex_lock`.
+entry_with_caller! {
+    /// `pthread_mutex_lock`.
+    ///
+    /// # Safety
+    /// `m` points at an initialised `pthread_mutex_t`.
+    pub fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int = mutex_lock_from, "rsi";
+}
+
+/// The body of [`pthread_mutex_lock`], called with the caller's return address.
 ///
 /// # Safety
-/// `m` points at an initialised `pthread_mutex_t`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+/// As for [`pthread_mutex_lock`].
+unsafe extern "C" fn mutex_lock_from(m: *mut pthread_mutex_t, caller: usize) -> c_int {
     if m.is_null() {
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
-        Route::Ours(mx, ty) => mx.lock(ty),
+        Route::Ours(mx, ty) => mx.lock(ty, caller),
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::mutex_lock(m) },
         Route::Unavailable => libc::EAGAIN,
     }
 }
 
-/// `pthread_mutex_trylock`: `EBUSY` if held by another thread (or, errorcheck, by this one).
+entry_with_caller! {
+    /// `pthread_mutex_trylock`: `EBUSY` if held by another thread (or, errorcheck, by this one).
+    ///
+    /// # Safety
+    /// `m` points at an initialised `pthread_mutex_t`.
+    pub fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int = mutex_trylock_from, "rsi";
+}
+
+/// The body of [`pthread_mutex_trylock`], called with the caller's return address.
 ///
 /// # Safety
-/// `m` points at an initialised `pthread_mutex_t`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+/// As for [`pthread_mutex_trylock`].
+unsafe extern "C" fn mutex_trylock_from(m: *mut pthread_mutex_t, caller: usize) -> c_int {
     if m.is_null() {
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
-        Route::Ours(mx, ty) => mx.try_lock(ty),
+        Route::Ours(mx, ty) => mx.try_lock(ty, caller),
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::mutex_trylock(m) },
         Route::Unavailable => libc::EAGAIN,
     }
 }
 
-/// `pthread_mutex_timedlock`: `ETIMEDOUT` at `abstime` (`CLOCK_REALTIME`), `EINVAL` for a bad
-/// `timespec` when the mutex is held.
+entry_with_caller! {
+    /// `pthread_mutex_timedlock`: `ETIMEDOUT` at `abstime` (`CLOCK_REALTIME`), `EINVAL` for a bad
+    /// `timespec` when the mutex is held.
+    ///
+    /// # Safety
+    /// `m` points at an initialised `pthread_mutex_t`; `abstime` is null or readable.
+    pub fn pthread_mutex_timedlock(m: *mut pthread_mutex_t, abstime: *const timespec) -> c_int = mutex_timedlock_from, "rdx";
+}
+
+/// The body of [`pthread_mutex_timedlock`], called with the caller's return address.
 ///
 /// # Safety
-/// `m` points at an initialised `pthread_mutex_t`; `abstime` is null or readable.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_timedlock(
+/// As for [`pthread_mutex_timedlock`].
+unsafe extern "C" fn mutex_timedlock_from(
     m: *mut pthread_mutex_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if m.is_null() {
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
-        Route::Ours(mx, ty) => mx.lock_until(ty, Clock::Realtime, abstime),
+        Route::Ours(mx, ty) => mx.lock_until(ty, Clock::Realtime, abstime, caller),
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::mutex_timedlock(m, abstime) },
         Route::Unavailable => libc::EAGAIN,
@@ -455,16 +498,24 @@ pub(crate) fn clock_of(clockid: clockid_t) -> Option<Clock> {
     }
 }
 
-/// `pthread_mutex_clocklock`: as `pthread_mutex_timedlock` on `CLOCK_MONOTONIC` or
-/// `CLOCK_REALTIME`; `EINVAL` for another clock.
+entry_with_caller! {
+    /// `pthread_mutex_clocklock`: as `pthread_mutex_timedlock` on `CLOCK_MONOTONIC` or
+    /// `CLOCK_REALTIME`; `EINVAL` for another clock.
+    ///
+    /// # Safety
+    /// As for `pthread_mutex_timedlock`.
+    pub fn pthread_mutex_clocklock(m: *mut pthread_mutex_t, clockid: clockid_t, abstime: *const timespec) -> c_int = mutex_clocklock_from, "rcx";
+}
+
+/// The body of [`pthread_mutex_clocklock`], called with the caller's return address.
 ///
 /// # Safety
-/// As for `pthread_mutex_timedlock`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_mutex_clocklock(
+/// As for [`pthread_mutex_clocklock`].
+unsafe extern "C" fn mutex_clocklock_from(
     m: *mut pthread_mutex_t,
     clockid: clockid_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if m.is_null() {
         return libc::EINVAL;
@@ -472,7 +523,7 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
         Route::Ours(mx, ty) => match clock_of(clockid) {
-            Some(clock) => mx.lock_until(ty, clock, abstime),
+            Some(clock) => mx.lock_until(ty, clock, abstime, caller),
             None => libc::EINVAL,
         },
         // SAFETY: pass-through.
@@ -524,24 +575,20 @@ pub unsafe extern "C" fn __pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_i
     unsafe { pthread_mutex_destroy(m) }
 }
 
-/// `__pthread_mutex_lock`.
-///
-/// # Safety
-/// As for [`pthread_mutex_lock`].
-#[no_mangle]
-pub unsafe extern "C" fn __pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: same contract.
-    unsafe { pthread_mutex_lock(m) }
+entry_with_caller! {
+    /// `__pthread_mutex_lock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_mutex_lock`].
+    pub fn __pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int = mutex_lock_from, "rsi";
 }
 
-/// `__pthread_mutex_trylock`.
-///
-/// # Safety
-/// As for [`pthread_mutex_trylock`].
-#[no_mangle]
-pub unsafe extern "C" fn __pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
-    // SAFETY: same contract.
-    unsafe { pthread_mutex_trylock(m) }
+entry_with_caller! {
+    /// `__pthread_mutex_trylock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_mutex_trylock`].
+    pub fn __pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int = mutex_trylock_from, "rsi";
 }
 
 /// `__pthread_mutex_unlock`.

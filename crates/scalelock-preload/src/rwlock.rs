@@ -32,6 +32,7 @@
 use crate::config::{mode, Mode};
 use crate::mutex::{clock_of, me};
 use crate::real;
+use crate::stats;
 use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
@@ -132,6 +133,10 @@ fn spin_until(deadline: &Deadline, try_take: impl Fn() -> bool) -> bool {
 }
 
 impl RwLock {
+    fn addr(&self) -> usize {
+        self as *const RwLock as usize
+    }
+
     fn recursive_reads(&self) -> bool {
         self.kind.load(Ordering::Relaxed) != PREFER_WRITER_NONRECURSIVE
     }
@@ -150,11 +155,12 @@ impl RwLock {
 
     /// # Safety
     /// `ts` is null or readable.
-    unsafe fn read(&self, clock: Option<Clock>, ts: *const timespec) -> c_int {
+    unsafe fn read(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
         if self.writer.load(Ordering::Relaxed) == me() {
             return libc::EDEADLK;
         }
         if self.try_read() {
+            stats::acquired(self.addr(), caller);
             return 0;
         }
         let recursive = self.recursive_reads();
@@ -162,18 +168,23 @@ impl RwLock {
         let ok = match unsafe { wait_of(clock, ts) } {
             Wait::Invalid => return libc::EINVAL,
             Wait::Forever => {
-                if recursive {
-                    self.raw.lock_shared_recursive();
-                } else {
-                    self.raw.lock_shared();
-                }
+                stats::waiting_at(caller, || {
+                    if recursive {
+                        self.raw.lock_shared_recursive();
+                    } else {
+                        self.raw.lock_shared();
+                    }
+                });
                 true
             }
             Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_read()),
-            Wait::Until(d) if recursive => self.raw.try_lock_shared_recursive_until(&d),
-            Wait::Until(d) => self.raw.try_lock_shared_until(&d),
+            Wait::Until(d) if recursive => {
+                stats::waiting_at(caller, || self.raw.try_lock_shared_recursive_until(&d))
+            }
+            Wait::Until(d) => stats::waiting_at(caller, || self.raw.try_lock_shared_until(&d)),
         };
         if ok {
+            stats::acquired(self.addr(), caller);
             0
         } else {
             libc::ETIMEDOUT
@@ -182,7 +193,7 @@ impl RwLock {
 
     /// # Safety
     /// `ts` is null or readable.
-    unsafe fn write(&self, clock: Option<Clock>, ts: *const timespec) -> c_int {
+    unsafe fn write(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
         let me = me();
         if self.writer.load(Ordering::Relaxed) == me {
             return libc::EDEADLK;
@@ -192,16 +203,19 @@ impl RwLock {
             let ok = match unsafe { wait_of(clock, ts) } {
                 Wait::Invalid => return libc::EINVAL,
                 Wait::Forever => {
-                    self.raw.lock_exclusive();
+                    stats::waiting_at(caller, || self.raw.lock_exclusive());
                     true
                 }
                 Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_write()),
-                Wait::Until(d) => self.raw.try_lock_exclusive_until(&d),
+                Wait::Until(d) => {
+                    stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d))
+                }
             };
             if !ok {
                 return libc::ETIMEDOUT;
             }
         }
+        stats::acquired(self.addr(), caller);
         self.writer.store(me, Ordering::Relaxed);
         0
     }
@@ -281,37 +295,54 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_i
     }
 }
 
-/// `pthread_rwlock_rdlock`: `EDEADLK` if the caller holds the write lock.
+entry_with_caller! {
+    /// `pthread_rwlock_rdlock`: `EDEADLK` if the caller holds the write lock.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_rdlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_rdlock`], called with the caller's return address.
 ///
 /// # Safety
-/// `l` points at an initialised `pthread_rwlock_t`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
+/// As for [`pthread_rwlock_rdlock`].
+unsafe extern "C" fn rwlock_rdlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         // SAFETY: no timespec.
-        Route::Ours(rw) => unsafe { rw.read(None, core::ptr::null()) },
+        Route::Ours(rw) => unsafe { rw.read(None, core::ptr::null(), caller) },
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::rwlock_rdlock(l) },
         Route::Unavailable => libc::EAGAIN,
     }
 }
 
-/// `pthread_rwlock_tryrdlock`: `EBUSY` if a writer holds the lock (or, kind 2, waits).
+entry_with_caller! {
+    /// `pthread_rwlock_tryrdlock`: `EBUSY` if a writer holds the lock (or, kind 2, waits).
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_tryrdlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_tryrdlock`], called with the caller's return address.
 ///
 /// # Safety
-/// `l` points at an initialised `pthread_rwlock_t`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
+/// As for [`pthread_rwlock_tryrdlock`].
+unsafe extern "C" fn rwlock_tryrdlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
-        Route::Ours(rw) if rw.try_read() => 0,
+        Route::Ours(rw) if rw.try_read() => {
+            stats::acquired(rw.addr(), caller);
+            0
+        }
         Route::Ours(_) => libc::EBUSY,
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::rwlock_tryrdlock(l) },
@@ -319,14 +350,22 @@ pub unsafe extern "C" fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c
     }
 }
 
-/// `pthread_rwlock_timedrdlock`: `abstime` on `CLOCK_REALTIME`; `ETIMEDOUT`, `EINVAL`.
+entry_with_caller! {
+    /// `pthread_rwlock_timedrdlock`: `abstime` on `CLOCK_REALTIME`; `ETIMEDOUT`, `EINVAL`.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`; `abstime` is null or readable.
+    pub fn pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, abstime: *const timespec) -> c_int = rwlock_timedrdlock_from, "rdx";
+}
+
+/// The body of [`pthread_rwlock_timedrdlock`], called with the caller's return address.
 ///
 /// # Safety
-/// `l` points at an initialised `pthread_rwlock_t`; `abstime` is null or readable.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
+/// As for [`pthread_rwlock_timedrdlock`].
+unsafe extern "C" fn rwlock_timedrdlock_from(
     l: *mut pthread_rwlock_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
@@ -334,22 +373,30 @@ pub unsafe extern "C" fn pthread_rwlock_timedrdlock(
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         // SAFETY: the caller's promise.
-        Route::Ours(rw) => unsafe { rw.read(Some(Clock::Realtime), abstime) },
+        Route::Ours(rw) => unsafe { rw.read(Some(Clock::Realtime), abstime, caller) },
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::rwlock_timedrdlock(l, abstime) },
         Route::Unavailable => libc::EAGAIN,
     }
 }
 
-/// `pthread_rwlock_clockrdlock`: `abstime` on `clockid` (monotonic or realtime).
+entry_with_caller! {
+    /// `pthread_rwlock_clockrdlock`: `abstime` on `clockid` (monotonic or realtime).
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_timedrdlock`].
+    pub fn pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, clockid: clockid_t, abstime: *const timespec) -> c_int = rwlock_clockrdlock_from, "rcx";
+}
+
+/// The body of [`pthread_rwlock_clockrdlock`], called with the caller's return address.
 ///
 /// # Safety
-/// As for [`pthread_rwlock_timedrdlock`].
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
+/// As for [`pthread_rwlock_clockrdlock`].
+unsafe extern "C" fn rwlock_clockrdlock_from(
     l: *mut pthread_rwlock_t,
     clockid: clockid_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
@@ -358,7 +405,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
     match unsafe { route(l) } {
         Route::Ours(rw) => match clock_of(clockid) {
             // SAFETY: the caller's promise.
-            Some(c) => unsafe { rw.read(Some(c), abstime) },
+            Some(c) => unsafe { rw.read(Some(c), abstime, caller) },
             None => libc::EINVAL,
         },
         // SAFETY: pass-through.
@@ -367,37 +414,52 @@ pub unsafe extern "C" fn pthread_rwlock_clockrdlock(
     }
 }
 
-/// `pthread_rwlock_wrlock`: `EDEADLK` if the caller holds the write lock.
+entry_with_caller! {
+    /// `pthread_rwlock_wrlock`: `EDEADLK` if the caller holds the write lock.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_wrlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_wrlock`], called with the caller's return address.
 ///
 /// # Safety
-/// `l` points at an initialised `pthread_rwlock_t`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
+/// As for [`pthread_rwlock_wrlock`].
+unsafe extern "C" fn rwlock_wrlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         // SAFETY: no timespec.
-        Route::Ours(rw) => unsafe { rw.write(None, core::ptr::null()) },
+        Route::Ours(rw) => unsafe { rw.write(None, core::ptr::null(), caller) },
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::rwlock_wrlock(l) },
         Route::Unavailable => libc::EAGAIN,
     }
 }
 
-/// `pthread_rwlock_trywrlock`: `EBUSY` if held.
+entry_with_caller! {
+    /// `pthread_rwlock_trywrlock`: `EBUSY` if held.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_trywrlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_trywrlock`], called with the caller's return address.
 ///
 /// # Safety
-/// `l` points at an initialised `pthread_rwlock_t`.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
+/// As for [`pthread_rwlock_trywrlock`].
+unsafe extern "C" fn rwlock_trywrlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         Route::Ours(rw) if rw.try_write() => {
+            stats::acquired(rw.addr(), caller);
             rw.writer.store(me(), Ordering::Relaxed);
             0
         }
@@ -408,14 +470,22 @@ pub unsafe extern "C" fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c
     }
 }
 
-/// `pthread_rwlock_timedwrlock`: `abstime` on `CLOCK_REALTIME`; `ETIMEDOUT`, `EINVAL`.
+entry_with_caller! {
+    /// `pthread_rwlock_timedwrlock`: `abstime` on `CLOCK_REALTIME`; `ETIMEDOUT`, `EINVAL`.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`; `abstime` is null or readable.
+    pub fn pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, abstime: *const timespec) -> c_int = rwlock_timedwrlock_from, "rdx";
+}
+
+/// The body of [`pthread_rwlock_timedwrlock`], called with the caller's return address.
 ///
 /// # Safety
-/// `l` points at an initialised `pthread_rwlock_t`; `abstime` is null or readable.
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
+/// As for [`pthread_rwlock_timedwrlock`].
+unsafe extern "C" fn rwlock_timedwrlock_from(
     l: *mut pthread_rwlock_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
@@ -423,22 +493,30 @@ pub unsafe extern "C" fn pthread_rwlock_timedwrlock(
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         // SAFETY: the caller's promise.
-        Route::Ours(rw) => unsafe { rw.write(Some(Clock::Realtime), abstime) },
+        Route::Ours(rw) => unsafe { rw.write(Some(Clock::Realtime), abstime, caller) },
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::rwlock_timedwrlock(l, abstime) },
         Route::Unavailable => libc::EAGAIN,
     }
 }
 
-/// `pthread_rwlock_clockwrlock`: `abstime` on `clockid` (monotonic or realtime).
+entry_with_caller! {
+    /// `pthread_rwlock_clockwrlock`: `abstime` on `clockid` (monotonic or realtime).
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_timedwrlock`].
+    pub fn pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, clockid: clockid_t, abstime: *const timespec) -> c_int = rwlock_clockwrlock_from, "rcx";
+}
+
+/// The body of [`pthread_rwlock_clockwrlock`], called with the caller's return address.
 ///
 /// # Safety
-/// As for [`pthread_rwlock_timedwrlock`].
-#[no_mangle]
-pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
+/// As for [`pthread_rwlock_clockwrlock`].
+unsafe extern "C" fn rwlock_clockwrlock_from(
     l: *mut pthread_rwlock_t,
     clockid: clockid_t,
     abstime: *const timespec,
+    caller: usize,
 ) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
@@ -447,7 +525,7 @@ pub unsafe extern "C" fn pthread_rwlock_clockwrlock(
     match unsafe { route(l) } {
         Route::Ours(rw) => match clock_of(clockid) {
             // SAFETY: the caller's promise.
-            Some(c) => unsafe { rw.write(Some(c), abstime) },
+            Some(c) => unsafe { rw.write(Some(c), abstime, caller) },
             None => libc::EINVAL,
         },
         // SAFETY: pass-through.
@@ -499,44 +577,36 @@ pub unsafe extern "C" fn __pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c
     unsafe { pthread_rwlock_destroy(l) }
 }
 
-/// `__pthread_rwlock_rdlock`.
-///
-/// # Safety
-/// As for [`pthread_rwlock_rdlock`].
-#[no_mangle]
-pub unsafe extern "C" fn __pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int {
-    // SAFETY: same contract.
-    unsafe { pthread_rwlock_rdlock(l) }
+entry_with_caller! {
+    /// `__pthread_rwlock_rdlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_rdlock`].
+    pub fn __pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_rdlock_from, "rsi";
 }
 
-/// `__pthread_rwlock_tryrdlock`.
-///
-/// # Safety
-/// As for [`pthread_rwlock_tryrdlock`].
-#[no_mangle]
-pub unsafe extern "C" fn __pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int {
-    // SAFETY: same contract.
-    unsafe { pthread_rwlock_tryrdlock(l) }
+entry_with_caller! {
+    /// `__pthread_rwlock_tryrdlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_tryrdlock`].
+    pub fn __pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_tryrdlock_from, "rsi";
 }
 
-/// `__pthread_rwlock_wrlock`.
-///
-/// # Safety
-/// As for [`pthread_rwlock_wrlock`].
-#[no_mangle]
-pub unsafe extern "C" fn __pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int {
-    // SAFETY: same contract.
-    unsafe { pthread_rwlock_wrlock(l) }
+entry_with_caller! {
+    /// `__pthread_rwlock_wrlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_wrlock`].
+    pub fn __pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_wrlock_from, "rsi";
 }
 
-/// `__pthread_rwlock_trywrlock`.
-///
-/// # Safety
-/// As for [`pthread_rwlock_trywrlock`].
-#[no_mangle]
-pub unsafe extern "C" fn __pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int {
-    // SAFETY: same contract.
-    unsafe { pthread_rwlock_trywrlock(l) }
+entry_with_caller! {
+    /// `__pthread_rwlock_trywrlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_trywrlock`].
+    pub fn __pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_trywrlock_from, "rsi";
 }
 
 /// `__pthread_rwlock_unlock`.
