@@ -8,21 +8,38 @@ use std::time::{Duration, Instant};
 /// How long one program may run before the test fails (these machines are shared and slow).
 pub const PROGRAM_TIMEOUT: Duration = Duration::from_secs(240);
 
-/// The library cargo built for this test run: `target/<profile>/libscalelock_preload.so`, next to
-/// the `deps/` folder that holds this test binary.
+/// The library under test, `libscalelock_preload.so`.
+///
+/// `cargo test` links test binaries against the crate's rlib and never produces the cdylib, so a
+/// fresh checkout has no `.so` to preload (and an old one would be stale). The first call builds it
+/// with cargo into a target folder of its own (no contention with the build running these tests),
+/// once per test binary; cargo rebuilds only what changed.
 pub fn preload_lib() -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let deps = exe.parent().expect("test binary has a folder");
-    for dir in [deps, deps.parent().unwrap_or(deps)] {
-        let lib = dir.join("libscalelock_preload.so");
-        if lib.is_file() {
-            return lib;
-        }
-    }
-    panic!(
-        "libscalelock_preload.so not found next to {} (cargo builds it with the tests)",
-        deps.display()
-    );
+    static LIB: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    LIB.get_or_init(|| {
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preload-lib");
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+        let cargo = std::env::var_os("CARGO")
+            .or_else(|| option_env!("CARGO").map(Into::into))
+            .unwrap_or_else(|| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "--quiet", "--lib", "--manifest-path"])
+            .arg(&manifest)
+            .arg("--target-dir")
+            .arg(&target)
+            .stdin(Stdio::null())
+            .output()
+            .expect("cargo must be runnable to build libscalelock_preload.so");
+        assert!(
+            out.status.success(),
+            "building libscalelock_preload.so failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let lib = target.join("debug").join("libscalelock_preload.so");
+        assert!(lib.is_file(), "cargo built no {}", lib.display());
+        lib
+    })
+    .clone()
 }
 
 /// Compiles `tests/c/<name>.c` with gcc into the target's temporary folder; returns the binary.
