@@ -49,13 +49,14 @@ pub const fn class_size(c: usize) -> usize {
     pages << PAGE_SHIFT
 }
 
-/// Magazine capacity of class `c`: about [`MAGAZINE_BYTES`] of blocks, between 2 and
-/// [`MAG_SLOTS`]. Small classes move 32 blocks per depot exchange, 1 MiB blocks two.
+/// Magazine capacity of class `c`: about [`MAGAZINE_BYTES`] of blocks, between 1 and
+/// [`MAG_SLOTS`]. Classes up to 32 KiB move 32 blocks per depot exchange, 512 KiB blocks two,
+/// 1 MiB and larger one. A thread caches at most two magazines per class.
 #[inline]
 pub const fn magazine_cap(c: usize) -> usize {
     let n = MAGAZINE_BYTES / class_size(c);
-    if n < 2 {
-        2
+    if n < 1 {
+        1
     } else if n > MAG_SLOTS {
         MAG_SLOTS
     } else {
@@ -67,7 +68,7 @@ pub const fn magazine_cap(c: usize) -> usize {
 pub const MAG_SLOTS: usize = 32;
 
 /// Bytes of blocks a magazine aims to hold (see [`magazine_cap`]).
-pub const MAGAZINE_BYTES: usize = 2 << 20;
+pub const MAGAZINE_BYTES: usize = 1 << 20;
 
 #[cfg(test)]
 mod tests {
@@ -97,9 +98,11 @@ mod tests {
     fn magazine_capacity_bounds() {
         for c in 0..MAX_CLASSES {
             let m = magazine_cap(c);
-            assert!((2..=MAG_SLOTS).contains(&m));
+            assert!((1..=MAG_SLOTS).contains(&m));
         }
         assert_eq!(magazine_cap(0), MAG_SLOTS);
-        assert_eq!(magazine_cap(class_of(1 << 20)), 2);
+        assert_eq!(magazine_cap(class_of(512 << 10)), 2);
+        assert_eq!(magazine_cap(class_of(1 << 20)), 1);
+        assert_eq!(magazine_cap(class_of(4 << 20)), 1);
     }
 }
