@@ -64,7 +64,7 @@ fn run<A: GlobalAlloc + Sync>(a: &A, threads: usize, dur: Duration) -> Result {
             let tx = txs[(t + 1) % threads].clone();
             let (stop, ops) = (&stop, &ops);
             s.spawn(move || {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (t as u64 + 1) * 0x1234_5678_9ABC);
+                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ ((t as u64 + 1) * 0x1234_5678_9ABC));
                 let mut window = [(0usize, 0usize); WINDOW];
                 let mut batch = Vec::with_capacity(BATCH);
                 let mut n = 0u64;
