@@ -13,7 +13,12 @@
 //! class size is a multiple of [`PAGE`], so every block is page-aligned. The default cap (4 MiB,
 //! 1024 pages) is class 35; the largest supported cap ([`MAX_CAP`], 64 MiB) is class 51.
 
-/// The page size the pool is built for; blocks are aligned to it.
+/// The page size the pool is built for; blocks are aligned to it. On a system with another page
+/// size the pool forwards everything to its backing allocator.
+///
+/// ```
+/// assert_eq!(scalelock_alloc::PAGE, 4096);
+/// ```
 pub const PAGE: usize = 4096;
 const PAGE_SHIFT: u32 = 12;
 
@@ -21,6 +26,11 @@ const PAGE_SHIFT: u32 = 12;
 pub const MAX_CLASSES: usize = 52;
 
 /// The largest cap a pool accepts (64 MiB); larger requests always go to the backing allocator.
+///
+/// ```
+/// use scalelock_alloc::{Config, MAX_CAP};
+/// assert_eq!(Config::new().cap(usize::MAX).normalized().cap, MAX_CAP);
+/// ```
 pub const MAX_CAP: usize = 64 << 20;
 
 /// The class holding `size` bytes (`1 <= size <= MAX_CAP`).

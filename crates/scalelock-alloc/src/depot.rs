@@ -219,6 +219,18 @@ pub struct Layout {
 }
 
 /// A snapshot of the pool's counters (see `LargePool::stats`).
+///
+/// ```
+/// use scalelock_alloc::LargePool;
+/// use std::alloc::{GlobalAlloc, Layout};
+///
+/// let pool = LargePool::new();
+/// let l = Layout::from_size_align(1 << 20, 8).unwrap();
+/// // SAFETY: non-zero size; freed once.
+/// unsafe { pool.dealloc(pool.alloc(l), l) };
+/// let s = pool.stats();
+/// assert!(s.carved_bytes >= 1 << 20 && s.committed_bytes >= s.carved_bytes);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Address space reserved.
@@ -646,5 +658,97 @@ impl Inner {
             s.clean_bytes += d.clean_bytes.load(Ordering::Relaxed);
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    fn inner() -> &'static Inner {
+        let p = Inner::create(&Layout {
+            threshold: PAGE,
+            cap: 64 << 10,
+            span: 1 << 30,
+            retain: 0,
+            decay_ns: 1_000_000,
+        });
+        assert!(!p.is_null());
+        // SAFETY: created above; never released (leaked for the test's duration).
+        unsafe { &*p }
+    }
+
+    #[test]
+    fn the_tagged_stack_never_hands_one_magazine_to_two_owners() {
+        let inner = inner();
+        let stack = Stack::default();
+        const N: usize = 64;
+        let owned: Vec<AtomicBool> = (0..=N).map(|_| AtomicBool::new(false)).collect();
+        for _ in 0..N {
+            let m = inner.new_mag();
+            assert_ne!(m, 0);
+            stack.push(inner, m);
+        }
+        let start = std::time::Instant::now();
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    let mut mine = Vec::new();
+                    for i in 0..200_000 {
+                        if start.elapsed() > std::time::Duration::from_secs(10) {
+                            break;
+                        }
+                        if i % 3 != 2 {
+                            let m = stack.pop(inner);
+                            if m != 0 {
+                                assert!(
+                                    !owned[m as usize].swap(true, Ordering::Relaxed),
+                                    "{m} popped twice"
+                                );
+                                mine.push(m);
+                            }
+                        } else if let Some(m) = mine.pop() {
+                            owned[m as usize].store(false, Ordering::Relaxed);
+                            stack.push(inner, m);
+                        }
+                    }
+                    for m in mine {
+                        owned[m as usize].store(false, Ordering::Relaxed);
+                        stack.push(inner, m);
+                    }
+                });
+            }
+        });
+        let mut seen = std::collections::HashSet::new();
+        loop {
+            let m = stack.pop(inner);
+            if m == 0 {
+                break;
+            }
+            assert!(seen.insert(m), "{m} twice in the stack");
+        }
+        assert_eq!(seen.len(), N, "magazines lost");
+    }
+
+    #[test]
+    fn magazines_track_which_blocks_are_known_zero() {
+        let inner = inner();
+        let m = inner.new_mag();
+        // SAFETY: `m` is new and ours; the blocks are carved from the pool.
+        unsafe {
+            assert!(inner.carve_into(0, m));
+            let mag = inner.mag(m);
+            let k = mag.count();
+            assert_eq!(k, magazine_cap(0) / 4);
+            let (a, za) = mag.pop().unwrap();
+            assert!(za, "fresh block is zero");
+            a.write(1);
+            mag.push(a);
+            let (b, zb) = mag.pop().unwrap();
+            assert_eq!((a, zb), (b, false), "a pushed block is dirty");
+            let (_, zc) = mag.pop().unwrap();
+            assert!(zc, "blocks below remain clean");
+        }
     }
 }
