@@ -12,9 +12,9 @@
 //! - `notify_one` bumps the sequence and wakes one sleeper, and is free (no system call, no write)
 //!   when nobody waits.
 //! - `notify_all` bumps the sequence, wakes **one** sleeper, and moves all the others onto the
-//!   mutex's futex word (`FUTEX_CMP_REQUEUE`) after marking the mutex contended, so they are woken
-//!   one at a time as the mutex is released instead of stampeding for it. If the mutex is free at
-//!   that moment, one of them is woken at once.
+//!   mutex's futex word (`FUTEX_CMP_REQUEUE`), so they are woken one at a time as the mutex is
+//!   released instead of stampeding for it: the woken one re-takes the mutex with `CONTENDED`
+//!   set, so its unlock wakes the next, and so on.
 //!
 //! ```text
 //!  sequence word (futex):  n ──notify_one/notify_all──▶ n+1   (wrapping)
@@ -110,10 +110,12 @@ impl Condvar {
         let m = mutex as *const RawMutex as *mut RawMutex;
         let current = self.mutex.load(Ordering::Relaxed);
         if current != m && current != MIXED {
-            if let Err(other) =
-                self.mutex
-                    .compare_exchange(ptr::null_mut(), m, Ordering::Relaxed, Ordering::Relaxed)
-            {
+            if let Err(other) = self.mutex.compare_exchange(
+                ptr::null_mut(),
+                m,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
                 if other != m {
                     self.mutex.store(MIXED, Ordering::Relaxed);
                 }
@@ -155,14 +157,11 @@ impl Condvar {
         // inside (waiters > 0), and the condvar is used with this one mutex (else it is MIXED), so
         // the mutex is alive: the waiter borrows it until it returns.
         let mutex = unsafe { &*m };
-        mutex.mark_contended();
+        // The requeue wakes one waiter first. It re-takes the mutex as a thread that has slept,
+        // which leaves CONTENDED set, so its unlock wakes the next requeued waiter, and so on:
+        // the chain needs no extra wake-up here (the loom models check it).
         match futex::requeue(&self.seq, seq, mutex.futex_word()) {
-            Some(n) => {
-                if n > 1 {
-                    mutex.wake_requeued();
-                }
-                n as usize
-            }
+            Some(n) => n as usize,
             // Another notification moved the sequence on: waking everybody is always correct.
             None => futex::wake(&self.seq, u32::MAX) as usize,
         }
@@ -313,11 +312,11 @@ mod guarded {
             }
         }
     }
+}
 
-    impl Default for Condvar {
-        fn default() -> Condvar {
-            Condvar::new()
-        }
+impl Default for Condvar {
+    fn default() -> Condvar {
+        Condvar::new()
     }
 }
 

@@ -25,11 +25,11 @@ mod sync;
 pub mod wait;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
-pub use mutex::{RawMutex, STARVATION_NS};
 #[cfg(not(loom))]
 pub use mutex::{
     MappedMutexGuard, Mutex, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard,
 };
+pub use mutex::{RawMutex, STARVATION_NS};
 
 /// Re-export of the `lock_api` crate whose traits scalelock's raw locks implement.
 pub use lock_api;

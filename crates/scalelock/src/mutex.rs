@@ -87,13 +87,19 @@ impl RawMutex {
     /// An unlocked mutex.
     #[cfg(not(loom))]
     pub const fn new() -> RawMutex {
-        RawMutex { state: AtomicU32::new(0), spin: SpinEstimate::new() }
+        RawMutex {
+            state: AtomicU32::new(0),
+            spin: SpinEstimate::new(),
+        }
     }
 
     /// An unlocked mutex.
     #[cfg(loom)]
     pub fn new() -> RawMutex {
-        RawMutex { state: AtomicU32::new(0), spin: SpinEstimate::new() }
+        RawMutex {
+            state: AtomicU32::new(0),
+            spin: SpinEstimate::new(),
+        }
     }
 
     /// Acquires the mutex, spinning then sleeping while another thread holds it.
@@ -191,21 +197,6 @@ impl RawMutex {
         self.lock_slow(None, true);
     }
 
-    /// Marks the mutex contended, so that the next unlock wakes a sleeper; if it is not held, wakes
-    /// one sleeper now. Used by the condvar after moving its sleepers onto this mutex's word.
-    pub(crate) fn wake_requeued(&self) {
-        let s = self.state.fetch_or(CONTENDED, Ordering::Relaxed);
-        if s & LOCKED == 0 {
-            futex::wake(&self.state, 1);
-        }
-    }
-
-    /// Sets `CONTENDED` before sleepers are requeued onto this mutex, so any unlock from now on
-    /// wakes one of them.
-    pub(crate) fn mark_contended(&self) {
-        self.state.fetch_or(CONTENDED, Ordering::Relaxed);
-    }
-
     /// The futex word, the target of a condvar's requeue.
     pub(crate) fn futex_word(&self) -> &AtomicU32 {
         &self.state
@@ -215,7 +206,11 @@ impl RawMutex {
     /// `lock_after_wake`). Returns false only if `deadline` passed first.
     #[cold]
     fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
-        let budget = if slept { SpinBudget::Nanos(0) } else { self.spin.budget() };
+        let budget = if slept {
+            SpinBudget::Nanos(0)
+        } else {
+            self.spin.budget()
+        };
         let unbounded = budget == SpinBudget::Unbounded;
         let mut spinner = Spinner::new(budget);
         let mut learned = false;
@@ -227,12 +222,10 @@ impl RawMutex {
             // keeps CONTENDED set, passing on any wake-up it consumed.
             if s & LOCKED == 0 {
                 let new = s | LOCKED | if slept { CONTENDED } else { 0 };
-                match self.state.compare_exchange_weak(
-                    s,
-                    new,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
+                match self
+                    .state
+                    .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+                {
                     Ok(_) => {
                         if !learned && spinner.has_spun() {
                             self.spin.record(true, spinner.spent_ns());
@@ -253,12 +246,10 @@ impl RawMutex {
                 if !starving {
                     new &= !STARVING;
                 }
-                match self.state.compare_exchange_weak(
-                    s,
-                    new,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
+                match self
+                    .state
+                    .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+                {
                     Ok(_) => return true,
                     Err(current) => {
                         s = current;
@@ -402,7 +393,6 @@ impl RawMutex {
     }
 }
 
-#[cfg(not(loom))]
 impl Default for RawMutex {
     fn default() -> RawMutex {
         RawMutex::new()
@@ -499,9 +489,7 @@ mod api {
 
         fn nonzero_thread_id(&self) -> NonZeroUsize {
             thread_local!(static ANCHOR: u8 = const { 0 });
-            ANCHOR.with(|a| {
-                NonZeroUsize::new(a as *const u8 as usize).unwrap_or(NonZeroUsize::MIN)
-            })
+            ANCHOR.with(|a| NonZeroUsize::new(a as *const u8 as usize).unwrap_or(NonZeroUsize::MIN))
         }
     }
 }

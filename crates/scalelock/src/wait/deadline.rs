@@ -27,7 +27,10 @@ impl Clock {
 
     /// The current time on this clock.
     pub fn now(self) -> libc::timespec {
-        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
         // SAFETY: `ts` is a valid, writable timespec and both clock ids exist on every Linux.
         unsafe { libc::clock_gettime(self.id(), &mut ts) };
         ts
@@ -53,6 +56,8 @@ pub struct Deadline {
 
 const NANOS: i64 = 1_000_000_000;
 
+// `time_t` and `c_long` are not i64 on every target: keep the casts.
+#[allow(clippy::unnecessary_cast)]
 fn add(ts: libc::timespec, d: Duration) -> libc::timespec {
     let mut sec = (ts.tv_sec as i64).saturating_add(d.as_secs().min(i64::MAX as u64) as i64);
     let mut nsec = ts.tv_nsec as i64 + d.subsec_nanos() as i64;
@@ -60,13 +65,29 @@ fn add(ts: libc::timespec, d: Duration) -> libc::timespec {
         nsec -= NANOS;
         sec = sec.saturating_add(1);
     }
-    libc::timespec { tv_sec: sec as libc::time_t, tv_nsec: nsec as _ }
+    libc::timespec {
+        tv_sec: sec as libc::time_t,
+        tv_nsec: nsec as _,
+    }
 }
 
 impl Deadline {
     /// A deadline `timeout` from now on the monotonic clock (saturating far in the future).
     pub fn after(timeout: Duration) -> Deadline {
-        Deadline { ts: add(Clock::Monotonic.now(), timeout), clock: Clock::Monotonic }
+        if cfg!(loom) {
+            let ts = libc::timespec {
+                tv_sec: timeout.as_secs() as libc::time_t,
+                tv_nsec: 0,
+            };
+            return Deadline {
+                ts,
+                clock: Clock::Monotonic,
+            };
+        }
+        Deadline {
+            ts: add(Clock::Monotonic.now(), timeout),
+            clock: Clock::Monotonic,
+        }
     }
 
     /// The deadline that corresponds to `instant`.
@@ -77,6 +98,7 @@ impl Deadline {
 
     /// A deadline given as a C `timespec` on `clock`, or `None` if `ts` is not a valid time
     /// (negative seconds, or nanoseconds outside `0..1_000_000_000`): the `EINVAL` case of POSIX.
+    #[allow(clippy::unnecessary_cast)]
     pub fn from_timespec(clock: Clock, ts: libc::timespec) -> Option<Deadline> {
         if ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec as i64 >= NANOS {
             return None;
@@ -86,6 +108,13 @@ impl Deadline {
 
     /// Whether the deadline has been reached.
     pub fn has_passed(&self) -> bool {
+        #[cfg(loom)]
+        {
+            // Under loom, time is the model's virtual clock (see futex_loom.rs), and a deadline
+            // `after(d)` passes after `d.as_secs()` ticks.
+            return super::futex::virtual_ticks() >= self.ts.tv_sec as u64;
+        }
+        #[allow(unreachable_code)]
         let now = self.clock.now();
         (now.tv_sec, now.tv_nsec) >= (self.ts.tv_sec, self.ts.tv_nsec)
     }

@@ -22,7 +22,10 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
         return true;
     }
     let (op, ts) = match deadline {
-        None => (libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG, ptr::null()),
+        None => (
+            libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
+            ptr::null(),
+        ),
         Some(d) => {
             let clock_flag = match d.clock() {
                 Clock::Monotonic => 0,

@@ -3,8 +3,10 @@
 //!
 //! - `wait` compares the word and enqueues atomically with respect to `wake` on the same word
 //!   (here: one table mutex plays the kernel's hash-bucket lock);
-//! - a timed `wait` may time out at any moment; the model times out immediately, which is one of
-//!   the real futex's executions and the one that exercises the timeout paths;
+//! - a timed `wait` either is woken or times out: the model enqueues, yields, and times out if no
+//!   `wake` came meanwhile. Time is virtual: it advances by one tick whenever a timed wait returns,
+//!   and a [`Deadline`] of N seconds passes after N ticks, so "woken, but the deadline passed"
+//!   is explored too;
 //! - `wake` wakes up to `n` sleepers on that word and reports how many.
 //!
 //! A lost wake-up shows up as loom reporting that every thread is blocked.
@@ -17,11 +19,13 @@ struct Table {
     /// (word address, ticket) of each sleeping thread, in arrival order.
     sleepers: Vec<(usize, u64)>,
     next_ticket: u64,
+    /// Virtual time: returns of timed waits so far.
+    ticks: u64,
 }
 
 loom::lazy_static! {
     static ref TABLE: (Mutex<Table>, Condvar) =
-        (Mutex::new(Table { sleepers: Vec::new(), next_ticket: 0 }), Condvar::new());
+        (Mutex::new(Table { sleepers: Vec::new(), next_ticket: 0, ticks: 0 }), Condvar::new());
 }
 
 fn key(word: &AtomicU32) -> usize {
@@ -35,16 +39,28 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
     if word.load(Ordering::SeqCst) != expected {
         return true;
     }
-    if deadline.is_some() {
-        return false;
-    }
     let ticket = table.next_ticket;
     table.next_ticket += 1;
     table.sleepers.push((key(word), ticket));
+    if deadline.is_some() {
+        drop(table);
+        loom::thread::yield_now();
+        let mut table = lock.lock().unwrap();
+        table.ticks += 1;
+        let before = table.sleepers.len();
+        table.sleepers.retain(|s| s.1 != ticket);
+        // Still queued: nobody woke us, the timeout fired.
+        return table.sleepers.len() == before;
+    }
     while table.sleepers.iter().any(|s| s.1 == ticket) {
         table = cv.wait(table).unwrap();
     }
     true
+}
+
+/// Virtual time of the model: how many timed waits have returned.
+pub fn virtual_ticks() -> u64 {
+    TABLE.0.lock().unwrap().ticks
 }
 
 /// Model of [`futex::wake`](super::futex::wake).

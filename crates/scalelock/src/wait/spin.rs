@@ -201,7 +201,10 @@ fn policy_from_env() -> SpinPolicy {
         if !raw.is_null() {
             // SAFETY: non-null pointer from getenv, NUL-terminated.
             let value = unsafe { core::ffi::CStr::from_ptr(raw) }.to_bytes();
-            match core::str::from_utf8(value).ok().map(str::parse::<SpinPolicy>) {
+            match core::str::from_utf8(value)
+                .ok()
+                .map(str::parse::<SpinPolicy>)
+            {
                 Some(Ok(p)) => policy = p,
                 _ => {
                     write_stderr(b"scalelock: ignoring SCALELOCK_SPIN=");
@@ -339,6 +342,7 @@ pub struct Spinner {
     budget_ps: u64,
     spent_ps: u64,
     step: u32,
+    #[cfg_attr(loom, allow(dead_code))]
     seed: u32,
 }
 
@@ -350,7 +354,12 @@ impl Spinner {
             SpinBudget::Nanos(ns) => ns as u64 * 1000,
             SpinBudget::Unbounded => u64::MAX,
         };
-        Spinner { budget_ps, spent_ps: 0, step: 0, seed: 0 }
+        Spinner {
+            budget_ps,
+            spent_ps: 0,
+            step: 0,
+            seed: 0,
+        }
     }
 
     /// Spins one backoff step and returns `true`, or returns `false` at once if the budget is

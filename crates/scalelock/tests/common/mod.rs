@@ -1,0 +1,37 @@
+//! Helpers shared by the stress tests.
+#![allow(dead_code)]
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+/// Runs `f` on its own thread and fails the test with `what` if it has not finished within
+/// `limit`: a lost wake-up or deadlock becomes a clear failure instead of a hung CI job.
+pub fn bounded<T: Send + 'static>(
+    what: &str,
+    limit: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    let handle = std::thread::spawn(move || {
+        let r = f();
+        let _ = tx.send(());
+        r
+    });
+    match rx.recv_timeout(limit) {
+        Ok(()) => handle.join().expect("test body panicked"),
+        Err(mpsc::RecvTimeoutError::Disconnected) => match handle.join() {
+            Ok(v) => v,
+            Err(e) => std::panic::resume_unwind(e),
+        },
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: did not finish within {limit:?} (lost wake-up or deadlock?)")
+        }
+    }
+}
+
+/// A few hundred nanoseconds of work that the compiler cannot remove.
+pub fn busy(iters: u32) {
+    for i in 0..iters {
+        std::hint::black_box(i);
+    }
+}

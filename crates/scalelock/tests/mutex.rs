@@ -1,0 +1,316 @@
+//! The promises of `scalelock::Mutex` and `RawMutex`, one test each.
+#![cfg(not(loom))]
+
+mod common;
+
+use common::{bounded, busy};
+use lock_api::{RawMutex as _, RawMutexTimed};
+use scalelock::{Mutex, RawMutex, ReentrantMutex};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+#[test]
+fn raw_mutex_is_eight_bytes_and_const() {
+    static M: RawMutex = RawMutex::INIT;
+    assert_eq!(std::mem::size_of::<RawMutex>(), 8);
+    M.lock();
+    assert!(M.is_locked());
+    // SAFETY: locked just above.
+    unsafe { M.unlock() };
+    assert!(!M.is_locked());
+}
+
+#[test]
+fn lock_and_unlock_protect_the_value() {
+    let m = Mutex::new(1);
+    *m.lock() += 1;
+    assert_eq!(*m.lock(), 2);
+    assert_eq!(m.into_inner(), 2);
+}
+
+#[test]
+fn try_lock_fails_while_held() {
+    let m = Mutex::new(());
+    let g = m.lock();
+    assert!(m.try_lock().is_none());
+    let m2 = &m;
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(m2.try_lock().is_none()));
+    });
+    drop(g);
+    assert!(m.try_lock().is_some());
+}
+
+#[test]
+fn timed_lock_returns_false_on_time() {
+    let m = Arc::new(Mutex::new(()));
+    let g = m.lock();
+    let m2 = Arc::clone(&m);
+    let waited = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        let got = m2.try_lock_for(Duration::from_millis(30)).is_some();
+        (got, t0.elapsed())
+    })
+    .join()
+    .unwrap();
+    drop(g);
+    assert!(!waited.0, "timed lock succeeded while the mutex was held");
+    assert!(
+        waited.1 >= Duration::from_millis(30),
+        "returned early: {:?}",
+        waited.1
+    );
+    assert!(
+        waited.1 < Duration::from_secs(3),
+        "returned far too late: {:?}",
+        waited.1
+    );
+}
+
+#[test]
+fn timed_lock_until_past_deadline_fails_at_once_when_held() {
+    let raw = RawMutex::INIT;
+    raw.lock();
+    assert!(!RawMutexTimed::try_lock_until(&raw, Instant::now()));
+    // SAFETY: locked above.
+    unsafe { raw.unlock() };
+    assert!(RawMutexTimed::try_lock_until(&raw, Instant::now()));
+    // SAFETY: acquired just above.
+    unsafe { raw.unlock() };
+}
+
+#[test]
+fn timed_lock_succeeds_when_released_in_time() {
+    let m = Arc::new(Mutex::new(0));
+    let g = m.lock();
+    let m2 = Arc::clone(&m);
+    let t = std::thread::spawn(move || {
+        m2.try_lock_for(Duration::from_secs(10))
+            .map(|mut g| *g += 1)
+            .is_some()
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    drop(g);
+    assert!(t.join().unwrap());
+    assert_eq!(*m.lock(), 1);
+}
+
+#[test]
+fn reentrant_mutex_reenters_on_the_same_thread() {
+    let m = Arc::new(ReentrantMutex::new(7));
+    let a = m.lock();
+    let b = m.lock();
+    assert_eq!(*a + *b, 14);
+    let m2 = Arc::clone(&m);
+    assert!(std::thread::spawn(move || m2.try_lock().is_none())
+        .join()
+        .unwrap());
+    drop(a);
+    drop(b);
+    let m3 = Arc::clone(&m);
+    assert!(std::thread::spawn(move || m3.try_lock().is_some())
+        .join()
+        .unwrap());
+}
+
+#[test]
+fn unlock_fair_hands_the_lock_to_a_sleeper() {
+    // The holder releases fairly while a thread sleeps on the lock: the sleeper must get it
+    // before the holder can take it back.
+    let raw = Arc::new(RawMutex::INIT);
+    raw.lock();
+    let r2 = Arc::clone(&raw);
+    let got = Arc::new(AtomicBool::new(false));
+    let g2 = Arc::clone(&got);
+    let t = std::thread::spawn(move || {
+        r2.lock();
+        g2.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: locked above.
+        unsafe { r2.unlock() };
+    });
+    // Wait until the other thread sleeps on the lock.
+    let t0 = Instant::now();
+    while !raw.is_contended() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "waiter never went to sleep"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: locked above.
+    unsafe { raw.unlock_fair() };
+    raw.lock();
+    assert!(
+        got.load(Ordering::SeqCst),
+        "unlock_fair let the releasing thread barge back in"
+    );
+    // SAFETY: locked just above.
+    unsafe { raw.unlock() };
+    t.join().unwrap();
+}
+
+#[test]
+fn bump_lets_a_sleeper_run() {
+    let m = Arc::new(Mutex::new(0));
+    let mut g = m.lock();
+    let m2 = Arc::clone(&m);
+    let t = std::thread::spawn(move || *m2.lock() += 1);
+    let t0 = Instant::now();
+    // SAFETY: reading the raw lock's contention flag only.
+    while !unsafe { m.raw() }.is_contended() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "waiter never went to sleep"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    lock_api::MutexGuard::bump(&mut g);
+    assert_eq!(*g, 1, "bump did not let the sleeping thread in");
+    drop(g);
+    t.join().unwrap();
+}
+
+/// A counter that is *not* atomic: only mutual exclusion keeps it right.
+struct Racy(UnsafeCell<u64>);
+// SAFETY: all access goes through the mutex under test.
+unsafe impl Sync for Racy {}
+
+fn hammer(threads: usize, iters: u64, hold: u32) {
+    let raw = Arc::new(RawMutex::INIT);
+    let counter = Arc::new(Racy(UnsafeCell::new(0)));
+    let inside = Arc::new(AtomicUsize::new(0));
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (raw, counter, inside, barrier) = (
+                Arc::clone(&raw),
+                Arc::clone(&counter),
+                Arc::clone(&inside),
+                Arc::clone(&barrier),
+            );
+            std::thread::spawn(move || {
+                barrier.wait();
+                for _ in 0..iters {
+                    raw.lock();
+                    assert_eq!(
+                        inside.fetch_add(1, Ordering::Relaxed),
+                        0,
+                        "two threads inside"
+                    );
+                    // SAFETY: the mutex is held.
+                    let v = unsafe { *counter.0.get() };
+                    busy(hold);
+                    // SAFETY: the mutex is held.
+                    unsafe { *counter.0.get() = v + 1 };
+                    inside.fetch_sub(1, Ordering::Relaxed);
+                    // SAFETY: locked above.
+                    unsafe { raw.unlock() };
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    // SAFETY: all threads joined.
+    assert_eq!(unsafe { *counter.0.get() }, threads as u64 * iters);
+}
+
+#[test]
+fn stress_256_threads_count_exactly() {
+    bounded(
+        "256 threads x 2000 increments",
+        Duration::from_secs(60),
+        || hammer(256, 2_000, 0),
+    );
+}
+
+#[test]
+fn stress_64_threads_with_longer_holds_count_exactly() {
+    bounded("64 threads, 1 µs holds", Duration::from_secs(60), || {
+        hammer(64, 2_000, 300)
+    });
+}
+
+#[test]
+fn stress_timed_and_plain_lockers_mixed_lose_no_wakeup() {
+    // Timed waiters that give up after sleeping must pass on any wake-up they consumed, or the
+    // plain lockers would sleep forever.
+    bounded("timed + plain lockers", Duration::from_secs(60), || {
+        let m = Arc::new(Mutex::new(0u64));
+        let done = Arc::new(AtomicU64::new(0));
+        let handles: Vec<_> = (0..64)
+            .map(|i| {
+                let (m, done) = (Arc::clone(&m), Arc::clone(&done));
+                std::thread::spawn(move || {
+                    let mut mine = 0;
+                    for _ in 0..500 {
+                        if i % 2 == 0 {
+                            if let Some(mut g) = m.try_lock_for(Duration::from_micros(50)) {
+                                *g += 1;
+                                mine += 1;
+                            }
+                        } else {
+                            let mut g = m.lock();
+                            *g += 1;
+                            busy(200);
+                            mine += 1;
+                        }
+                    }
+                    done.fetch_add(mine, Ordering::Relaxed);
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*m.lock(), done.load(Ordering::Relaxed));
+    });
+}
+
+#[test]
+fn stress_every_thread_progresses_under_oversubscription() {
+    // Bounded unfairness: with 64 threads on a few cores hammering one lock, starvation mode
+    // hands the lock to long waiters, so every thread gets it, repeatedly, within the run.
+    bounded(
+        "fairness under oversubscription",
+        Duration::from_secs(60),
+        || {
+            let m = Arc::new(Mutex::new(()));
+            let stop = Arc::new(AtomicBool::new(false));
+            let counts: Arc<Vec<AtomicU64>> =
+                Arc::new((0..64).map(|_| AtomicU64::new(0)).collect());
+            let handles: Vec<_> = (0..64)
+                .map(|i| {
+                    let (m, stop, counts) =
+                        (Arc::clone(&m), Arc::clone(&stop), Arc::clone(&counts));
+                    std::thread::spawn(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            let g = m.lock();
+                            busy(100);
+                            drop(g);
+                            counts[i].fetch_add(1, Ordering::Relaxed);
+                        }
+                    })
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(1500));
+            stop.store(true, Ordering::Relaxed);
+            for h in handles {
+                h.join().unwrap();
+            }
+            let min = counts
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .min()
+                .unwrap();
+            assert!(
+                min >= 10,
+                "a thread acquired the lock only {min} times in 1.5 s"
+            );
+        },
+    );
+}

@@ -1,0 +1,221 @@
+//! The promises of the wait layer: policy, calibration, spinning, learning, deadlines, futex.
+#![cfg(not(loom))]
+
+use scalelock::wait::{
+    futex, pause_ps, set_spin_policy, spin_policy, Clock, Deadline, SpinBudget, SpinEstimate,
+    SpinPolicy, Spinner, MAX_ADAPTIVE_SPIN_NS, MIN_PROBE_NS,
+};
+use std::sync::atomic::AtomicU32;
+use std::sync::Mutex as StdMutex;
+use std::time::{Duration, Instant};
+
+/// Tests that change the process-wide policy run one at a time.
+static POLICY_LOCK: StdMutex<()> = StdMutex::new(());
+
+#[test]
+fn policy_parses_every_documented_spelling() {
+    assert_eq!("auto".parse(), Ok(SpinPolicy::Adaptive));
+    assert_eq!("0".parse(), Ok(SpinPolicy::Never));
+    assert_eq!("always".parse(), Ok(SpinPolicy::Always));
+    assert_eq!("2500".parse(), Ok(SpinPolicy::Fixed(2500)));
+    assert_eq!(" 2500ns ".parse(), Ok(SpinPolicy::Fixed(2500)));
+    assert!("fast".parse::<SpinPolicy>().is_err());
+    assert!("-5".parse::<SpinPolicy>().is_err());
+    assert!("99999999999".parse::<SpinPolicy>().is_err());
+    for p in [
+        SpinPolicy::Adaptive,
+        SpinPolicy::Never,
+        SpinPolicy::Always,
+        SpinPolicy::Fixed(7),
+    ] {
+        assert_eq!(
+            p.to_string().parse(),
+            Ok(p),
+            "display/parse round trip of {p:?}"
+        );
+    }
+}
+
+#[test]
+fn policy_changes_at_run_time_and_sets_the_budget() {
+    let _g = POLICY_LOCK.lock().unwrap();
+    let before = spin_policy();
+    let e = SpinEstimate::new();
+    set_spin_policy(SpinPolicy::Never);
+    assert_eq!(e.budget(), SpinBudget::Nanos(0));
+    set_spin_policy(SpinPolicy::Fixed(1234));
+    assert_eq!(e.budget(), SpinBudget::Nanos(1234));
+    set_spin_policy(SpinPolicy::Always);
+    assert_eq!(e.budget(), SpinBudget::Unbounded);
+    set_spin_policy(SpinPolicy::Adaptive);
+    match e.budget() {
+        SpinBudget::Nanos(n) => assert!((MIN_PROBE_NS..=MAX_ADAPTIVE_SPIN_NS).contains(&n)),
+        b => panic!("adaptive budget {b:?}"),
+    }
+    set_spin_policy(before);
+}
+
+#[test]
+fn learned_estimate_shrinks_when_spinning_fails_and_grows_when_it_pays() {
+    let _g = POLICY_LOCK.lock().unwrap();
+    let before = spin_policy();
+    set_spin_policy(SpinPolicy::Adaptive);
+    let e = SpinEstimate::new();
+    for _ in 0..40 {
+        e.record(false, 0);
+    }
+    assert_eq!(e.budget(), SpinBudget::Nanos(MIN_PROBE_NS));
+    for _ in 0..40 {
+        e.record(true, 2_000);
+    }
+    let est = e.get();
+    assert!(
+        (1_800..=2_000).contains(&est),
+        "estimate {est} did not converge towards 2000"
+    );
+    assert_eq!(e.budget(), SpinBudget::Nanos(8_000));
+    for _ in 0..40 {
+        e.record(true, 1_000_000);
+    }
+    assert_eq!(e.budget(), SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS));
+    set_spin_policy(before);
+}
+
+#[test]
+fn pause_is_calibrated_to_a_plausible_cost() {
+    let ps = pause_ps();
+    assert!((100..=1_000_000).contains(&ps), "{ps} ps per pause");
+}
+
+#[test]
+fn spinner_stops_when_its_budget_is_spent() {
+    let mut s = Spinner::new(SpinBudget::Nanos(0));
+    assert!(!s.spin());
+    assert!(!s.has_spun());
+    let mut s = Spinner::new(SpinBudget::Nanos(5_000));
+    let mut steps = 0;
+    while s.spin() {
+        steps += 1;
+        assert!(steps < 1_000_000, "spinner never ran out");
+    }
+    assert!(s.spent_ns() >= 5_000);
+    let mut s = Spinner::new(SpinBudget::Unbounded);
+    for _ in 0..1000 {
+        assert!(s.spin());
+    }
+}
+
+#[test]
+fn deadline_rejects_invalid_timespecs() {
+    let bad = [(-1, 0), (0, -1), (0, 1_000_000_000)];
+    for (s, ns) in bad {
+        let ts = libc::timespec {
+            tv_sec: s,
+            tv_nsec: ns,
+        };
+        assert!(
+            Deadline::from_timespec(Clock::Realtime, ts).is_none(),
+            "{s} {ns}"
+        );
+    }
+    let ok = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 999_999_999,
+    };
+    assert!(Deadline::from_timespec(Clock::Monotonic, ok)
+        .unwrap()
+        .has_passed());
+}
+
+#[test]
+fn futex_wait_times_out_at_an_absolute_deadline_on_both_clocks() {
+    let w = AtomicU32::new(5);
+    let t0 = Instant::now();
+    assert!(!futex::wait(
+        &w,
+        5,
+        Some(&Deadline::after(Duration::from_millis(20)))
+    ));
+    assert!(t0.elapsed() >= Duration::from_millis(20));
+    let mut now = Clock::Realtime.now();
+    now.tv_nsec += 20_000_000;
+    if now.tv_nsec >= 1_000_000_000 {
+        now.tv_nsec -= 1_000_000_000;
+        now.tv_sec += 1;
+    }
+    let t0 = Instant::now();
+    let d = Deadline::from_timespec(Clock::Realtime, now).unwrap();
+    assert!(!futex::wait(&w, 5, Some(&d)));
+    assert!(t0.elapsed() >= Duration::from_millis(15));
+}
+
+#[test]
+fn futex_wait_returns_at_once_when_the_word_differs_and_wake_counts_sleepers() {
+    let w = std::sync::Arc::new(AtomicU32::new(0));
+    assert!(futex::wait(&w, 1, None));
+    assert_eq!(futex::wake(&w, 1), 0);
+    let w2 = std::sync::Arc::clone(&w);
+    let t = std::thread::spawn(move || {
+        while w2.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            futex::wait(&w2, 0, None);
+        }
+    });
+    // Wake until the sleeper is gone: at least one wake must report it.
+    let mut woke = 0;
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(20));
+    w.store(1, std::sync::atomic::Ordering::SeqCst);
+    while !t.is_finished() {
+        woke += futex::wake(&w, 1);
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        std::thread::yield_now();
+    }
+    t.join().unwrap();
+    assert!(woke <= 1);
+}
+
+/// Run in a child process by `bad_env_value_gets_a_message_and_the_default`.
+#[test]
+fn child_reads_spin_policy_from_env() {
+    if std::env::var_os("SCALELOCK_TEST_CHILD").is_none() {
+        return;
+    }
+    let expected = std::env::var("SCALELOCK_TEST_EXPECT").unwrap();
+    assert_eq!(spin_policy().to_string(), expected);
+}
+
+fn run_child(value: &str, expect: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_reads_spin_policy_from_env",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SCALELOCK_TEST_CHILD", "1")
+        .env("SCALELOCK_TEST_EXPECT", expect)
+        .env("SCALELOCK_SPIN", value)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "child failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn env_values_set_the_policy() {
+    assert!(run_child("always", "always").is_empty());
+    assert!(run_child("0", "0").is_empty());
+    assert!(run_child("3000", "3000").is_empty());
+    assert!(run_child("auto", "auto").is_empty());
+}
+
+#[test]
+fn bad_env_value_gets_a_message_and_the_default() {
+    let err = run_child("lots", "auto");
+    assert!(err.contains("SCALELOCK_SPIN=lots"), "stderr was: {err}");
+    assert!(err.contains("using auto"), "stderr was: {err}");
+}
