@@ -5,8 +5,10 @@
 //! ```text
 //!   thread_local CACHE (const-initialised plain data: no lazy init, no destructor)
 //!     state   UNINIT -> BUSY -> LIVE -> DEAD
-//!     ticks   operations, for periodic decay
-//!     slots[4]  { inner: pool bound to the slot (holds one ref), classes[c]: { loaded, prev } }
+//!     ticks   operations; every 1024th flushes the classes unused since the previous one, and
+//!             runs decay if due
+//!     slots[4]  { inner: pool bound to the slot (holds one ref),
+//!                 classes[c]: { loaded, prev, used } }
 //!
 //!   thread_local GUARD (a zero-sized value whose destructor flushes CACHE)
 //! ```
@@ -50,6 +52,8 @@ const DEAD: u8 = 3;
 struct ClassCache {
     loaded: Cell<u32>,
     prev: Cell<u32>,
+    /// Used since the last tick; a class idle for a whole tick is flushed to the depot.
+    used: Cell<bool>,
 }
 
 struct Slot {
@@ -77,6 +81,7 @@ impl ThreadCache {
                         ClassCache {
                             loaded: Cell::new(0),
                             prev: Cell::new(0),
+                            used: Cell::new(false),
                         }
                     }; MAX_CLASSES],
                 }
@@ -116,23 +121,28 @@ unsafe fn unbind(s: &Slot) {
     // SAFETY: the slot's reference keeps the pool mapped until `release`.
     let inner = unsafe { &*p };
     for (c, cc) in s.classes.iter().enumerate() {
-        for m in [cc.loaded.replace(0), cc.prev.replace(0)] {
-            if m == 0 {
-                continue;
-            }
-            // SAFETY: the slot owned `m`; now the depot does.
-            unsafe {
-                if inner.mag(m).count() > 0 {
-                    inner.push_full(c, m);
-                } else {
-                    inner.push_empty(c, m);
-                }
-            }
-        }
+        flush_class(inner, c, cc);
     }
     inner.maintain();
     // SAFETY: the reference taken when the slot was bound; `inner` is not used afterwards.
     unsafe { Inner::release(p) };
+}
+
+/// Returns a class's magazines to the depot.
+fn flush_class(inner: &Inner, c: usize, cc: &ClassCache) {
+    for m in [cc.loaded.replace(0), cc.prev.replace(0)] {
+        if m == 0 {
+            continue;
+        }
+        // SAFETY: the thread cache owned `m`; now the depot does.
+        unsafe {
+            if inner.mag(m).count() > 0 {
+                inner.push_full(c, m);
+            } else {
+                inner.push_empty(c, m);
+            }
+        }
+    }
 }
 
 /// The calling thread's slot for `inner`, binding one if needed; `None` when the thread cannot
@@ -176,13 +186,27 @@ fn bind<'a>(tc: &'a ThreadCache, inner: &Inner) -> Option<&'a Slot> {
     Some(&tc.slots[i])
 }
 
+/// Counts an operation on class `c`; every 1024th runs [`tick_slow`].
 #[inline]
-fn tick(tc: &ThreadCache, inner: &Inner) {
+fn tick(tc: &ThreadCache, s: &Slot, inner: &Inner, c: usize) {
+    s.classes[c].used.set(true);
     let t = tc.ticks.get().wrapping_add(1);
     tc.ticks.set(t);
     if t & TICK_MASK == 0 {
-        inner.maintain();
+        tick_slow(s, inner);
     }
+}
+
+/// Flushes the classes of this slot that were not used since the last tick (so that a thread
+/// does not keep blocks it stopped needing), then gives decay its chance.
+#[cold]
+fn tick_slow(s: &Slot, inner: &Inner) {
+    for (c, cc) in s.classes.iter().enumerate() {
+        if !cc.used.replace(false) {
+            flush_class(inner, c, cc);
+        }
+    }
+    inner.maintain();
 }
 
 /// A block of class `c`: `(block, known_zero)`; null when the pool's region is exhausted.
@@ -191,7 +215,7 @@ pub fn alloc(inner: &Inner, c: usize) -> (*mut u8, bool) {
     CACHE
         .try_with(|tc| match slot(tc, inner) {
             Some(s) => {
-                tick(tc, inner);
+                tick(tc, s, inner, c);
                 let cc = &s.classes[c];
                 let m = cc.loaded.get();
                 if m != 0 {
@@ -258,7 +282,7 @@ fn alloc_slow(inner: &Inner, cc: &ClassCache, c: usize) -> (*mut u8, bool) {
 pub unsafe fn free(inner: &Inner, c: usize, p: *mut u8) {
     let done = CACHE.try_with(|tc| match slot(tc, inner) {
         Some(s) => {
-            tick(tc, inner);
+            tick(tc, s, inner, c);
             let cc = &s.classes[c];
             let m = cc.loaded.get();
             // SAFETY: the thread cache owns `loaded`; there is room.

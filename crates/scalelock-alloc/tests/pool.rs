@@ -345,3 +345,30 @@ fn more_pools_than_cache_slots_work_in_one_thread() {
         unsafe { pools[i].dealloc(p, l) };
     }
 }
+
+#[test]
+fn a_thread_returns_blocks_of_a_class_it_stopped_using() {
+    let pool = LargePool::with_config(std::alloc::System, Config::new().decay_ms(60_000));
+    let big = layout(256 << 10, 8);
+    let small = layout(8 << 10, 8);
+    // SAFETY: non-zero sizes; each block freed once.
+    unsafe {
+        let ps: Vec<_> = (0..6).map(|_| pool.alloc(big)).collect();
+        for p in ps {
+            pool.dealloc(p, big);
+        }
+        assert_eq!(
+            pool.stats().cached_bytes,
+            0,
+            "blocks stay in the thread cache at first"
+        );
+        for _ in 0..3000 {
+            pool.dealloc(pool.alloc(small), small);
+        }
+    }
+    let s = pool.stats();
+    assert!(
+        s.cached_bytes >= 6 * (256 << 10),
+        "idle class not flushed: {s:?}"
+    );
+}
