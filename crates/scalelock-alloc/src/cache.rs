@@ -233,7 +233,6 @@ pub fn alloc(inner: &Inner, c: usize) -> (*mut u8, bool) {
 
 #[cold]
 fn alloc_slow(inner: &Inner, cc: &ClassCache, c: usize) -> (*mut u8, bool) {
-    inner.maintain();
     let loaded = cc.loaded.get();
     let prev = cc.prev.get();
     // SAFETY (all blocks below): `loaded` and `prev` are owned by this thread cache; magazines
@@ -305,7 +304,6 @@ pub unsafe fn free(inner: &Inner, c: usize, p: *mut u8) {
 
 #[cold]
 unsafe fn free_slow(inner: &Inner, cc: &ClassCache, c: usize, p: *mut u8) {
-    inner.maintain();
     let loaded = cc.loaded.get();
     let prev = cc.prev.get();
     let cap = magazine_cap(c);

@@ -42,8 +42,8 @@
 //! # Decay
 //!
 //! Each class counts the bytes in its `full` stack (`cached`) and the lowest value it reached in
-//! the current epoch (`low`). Every `decay` (checked by thread caches on their slow paths and
-//! every 1024 operations), the thread that wins the `next_decay` CAS purges the bytes that sat
+//! the current epoch (`low`). Every `decay` (checked by each thread cache every 1024 operations
+//! and when it flushes), the thread that wins the `next_decay` CAS purges the bytes that sat
 //! unused through the whole epoch, `sum(low) - retain`, largest classes first, and moves those
 //! magazines to `clean`. [`Inner::trim`] purges everything at once.
 //!
