@@ -316,6 +316,30 @@ impl<A: GlobalAlloc> LargePool<A> {
         }
     }
 
+    /// The usable size of a pool block (its class size, at least the size requested), or `None`
+    /// when the pool does not own `p`. A C `malloc_usable_size` for pooled pointers.
+    ///
+    /// ```
+    /// use scalelock_alloc::LargePool;
+    /// use std::alloc::{GlobalAlloc, Layout};
+    /// let pool = LargePool::new();
+    /// let l = Layout::from_size_align(17 << 10, 8).unwrap();
+    /// // SAFETY: non-zero size; freed once.
+    /// unsafe {
+    ///     let p = pool.alloc(l);
+    ///     assert_eq!(pool.usable_size(p), Some(20 << 10)); // the 20 KiB class
+    ///     pool.dealloc(p, l);
+    /// }
+    /// assert_eq!(pool.usable_size(std::ptr::null()), None);
+    /// ```
+    #[inline]
+    pub fn usable_size(&self, p: *const u8) -> Option<usize> {
+        let inner = self.inner_if_ready()?;
+        inner
+            .owns(p)
+            .then(|| class::class_size(inner.class_of_ptr(p)))
+    }
+
     /// Counters of the pool (all zero before its first pooled allocation).
     ///
     /// ```
