@@ -64,6 +64,21 @@ pub const fn class_size(c: usize) -> usize {
 /// 1 MiB and larger one. A thread caches at most two magazines per class.
 #[inline]
 pub const fn magazine_cap(c: usize) -> usize {
+    CAPS[c] as usize
+}
+
+/// [`magazine_cap`] for every class, computed at compile time (no division on the hot path).
+const CAPS: [u8; MAX_CLASSES] = {
+    let mut t = [0u8; MAX_CLASSES];
+    let mut c = 0;
+    while c < MAX_CLASSES {
+        t[c] = compute_cap(c) as u8;
+        c += 1;
+    }
+    t
+};
+
+const fn compute_cap(c: usize) -> usize {
     let n = MAGAZINE_BYTES / class_size(c);
     if n < 1 {
         1
