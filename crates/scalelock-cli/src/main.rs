@@ -1,14 +1,196 @@
-//! The `scalelock` command line.
+//! The `scalelock` command line: `bench`, `profile`, `run`.
+//!
+//! ```text
+//! scalelock bench [--workload W,..] [--locks L,..] [--threads 1,2,4,..] [--duration-ms N]
+//!                 [--json FILE] [--csv FILE] [--report DIR] [--quick]
+//! scalelock profile [--top N] -- CMD ARGS..
+//! scalelock run --lock KIND [--spin POLICY] -- CMD ARGS..
+//! ```
+
+mod bench;
 mod launch;
 
-fn main() -> std::process::ExitCode {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    match args.first().and_then(|a| a.to_str()) {
-        Some("run") => launch::run("scalelock", None, &args[1..]),
-        Some("profile") => launch::profile(20, &args[1..]),
-        _ => {
-            eprintln!("scalelock: the bench is being built; see README.md");
-            std::process::ExitCode::from(2)
+use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Self-tuning locks for database servers on many-core machines.
+#[derive(Parser, Debug)]
+#[command(name = "scalelock", version, arg_required_else_help = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run every seed scenario against std, parking_lot, spin, glibc pthread and crossbeam;
+    /// print a table, write JSON/CSV and an HTML report.
+    Bench(BenchArgs),
+    /// Run CMD with the preload library and print its lock statistics when it exits.
+    Profile {
+        /// How many locks to show.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(usize))]
+        top: usize,
+        /// The command and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        cmd: Vec<OsString>,
+    },
+    /// Run CMD with the preload library and the chosen lock kind, without profiling.
+    Run {
+        /// Lock kind to substitute (e.g. scalelock).
+        #[arg(long)]
+        lock: String,
+        /// Spin policy: auto, 0 / never, always, or a number of nanoseconds.
+        #[arg(long)]
+        spin: Option<String>,
+        /// The command and its arguments (after `--`).
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        cmd: Vec<OsString>,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct BenchArgs {
+    /// Workloads to run, comma-separated (default: all). `--workload list` is not special: an
+    /// unknown name prints the choices.
+    #[arg(
+        long = "workload",
+        alias = "workloads",
+        value_delimiter = ',',
+        value_name = "W,.."
+    )]
+    workloads: Option<Vec<String>>,
+    /// Locks to compare, comma-separated (default: all).
+    #[arg(
+        long = "locks",
+        alias = "lock",
+        value_delimiter = ',',
+        value_name = "L,.."
+    )]
+    locks: Option<Vec<String>>,
+    /// Thread counts to sweep, comma-separated (default 1,2,4,8,32,128; --quick 1,4,32).
+    #[arg(long, value_delimiter = ',', value_name = "N,..", value_parser = parse_threads,
+          allow_hyphen_values = true)]
+    threads: Option<Vec<usize>>,
+    /// Measured milliseconds per point (default 200; --quick 40).
+    #[arg(long, value_name = "N", value_parser = parse_duration_ms, allow_hyphen_values = true)]
+    duration_ms: Option<u64>,
+    /// Write the results as JSON.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write the results as CSV.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+    /// Directory for the HTML report.
+    #[arg(long, value_name = "DIR", default_value = "report")]
+    report: PathBuf,
+    /// Fewer thread counts and shorter points: every workload and lock in about 30 s.
+    #[arg(long)]
+    quick: bool,
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if n >= 1 && n as usize <= bench::MAX_THREADS => Ok(n as usize),
+        Ok(n) => Err(format!(
+            "thread count must be between 1 and {}, got {n}",
+            bench::MAX_THREADS
+        )),
+        Err(_) => Err(format!("`{s}` is not a thread count")),
+    }
+}
+
+fn parse_duration_ms(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if n >= 1 && n as u64 <= bench::MAX_DURATION_MS => Ok(n as u64),
+        Ok(n) => Err(format!(
+            "duration must be between 1 and {} milliseconds, got {n}",
+            bench::MAX_DURATION_MS
+        )),
+        Err(_) => Err(format!("`{s}` is not a number of milliseconds")),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Bench(a) => {
+            let opts = bench::Options {
+                workloads: a.workloads,
+                locks: a.locks,
+                threads: a.threads,
+                duration_ms: a.duration_ms,
+                json: a.json,
+                csv: a.csv,
+                report: a.report,
+                quick: a.quick,
+            };
+            match bench::run(&opts) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(bench::Error::Usage(e)) => {
+                    eprintln!("scalelock bench: error: {e}");
+                    ExitCode::from(2)
+                }
+                Err(bench::Error::Failed(e)) => {
+                    eprintln!("scalelock bench: error: {e}");
+                    ExitCode::from(1)
+                }
+            }
         }
+        Command::Profile { top, cmd } => launch::profile(top, &cmd),
+        Command::Run { lock, spin, cmd } => launch::run(&lock, spin.as_deref(), &cmd),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn numbers_are_validated() {
+        assert_eq!(parse_threads("4"), Ok(4));
+        assert!(parse_threads("0").is_err());
+        assert!(parse_threads("-3").is_err());
+        assert!(parse_threads("x").is_err());
+        assert_eq!(parse_duration_ms("250"), Ok(250));
+        assert!(parse_duration_ms("-5")
+            .unwrap_err()
+            .contains("between 1 and"));
+        assert!(parse_duration_ms("0").is_err());
+    }
+
+    #[test]
+    fn run_and_profile_take_the_command_after_dashes() {
+        let cli = Cli::try_parse_from([
+            "scalelock",
+            "run",
+            "--lock",
+            "scalelock",
+            "--spin",
+            "auto",
+            "--",
+            "ls",
+            "-l",
+        ])
+        .unwrap();
+        match cli.command {
+            Command::Run { lock, spin, cmd } => {
+                assert_eq!(lock, "scalelock");
+                assert_eq!(spin.as_deref(), Some("auto"));
+                assert_eq!(cmd, vec![OsString::from("ls"), OsString::from("-l")]);
+            }
+            other => panic!("{other:?}"),
+        }
+        let cli = Cli::try_parse_from(["scalelock", "profile", "--top", "5", "--", "sleep", "1"])
+            .unwrap();
+        assert!(matches!(cli.command, Command::Profile { top: 5, ref cmd } if cmd.len() == 2));
     }
 }

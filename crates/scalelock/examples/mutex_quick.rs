@@ -42,7 +42,8 @@ fn throughput<L: Lock>(l: Arc<L>, threads: usize, dur: Duration) -> f64 {
     let barrier = Arc::new(Barrier::new(threads + 1));
     let hs: Vec<_> = (0..threads)
         .map(|_| {
-            let (l, stop, total, barrier) = (l.clone(), stop.clone(), total.clone(), barrier.clone());
+            let (l, stop, total, barrier) =
+                (l.clone(), stop.clone(), total.clone(), barrier.clone());
             std::thread::spawn(move || {
                 barrier.wait();
                 let mut n = 0u64;
@@ -81,9 +82,15 @@ fn main() {
         best[0], best[1], best[2]
     );
     let dur = Duration::from_millis(
-        std::env::var("DUR_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(700),
+        std::env::var("DUR_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(700),
     );
-    println!("{:>8} {:>14} {:>14} {:>14}", "threads", "scalelock", "std", "parking_lot");
+    println!(
+        "{:>8} {:>14} {:>14} {:>14}",
+        "threads", "scalelock", "std", "parking_lot"
+    );
     let mut base = [0.0; 3];
     for &t in &[1usize, 2, 4, 8, 64] {
         let s = throughput(Arc::new(scalelock::Mutex::new([0u64; 8])), t, dur);

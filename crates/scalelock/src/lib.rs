@@ -19,8 +19,10 @@
 //! ```
 #![warn(missing_docs)]
 
+mod biased;
 mod condvar;
 mod mutex;
+mod rwlock;
 mod sync;
 pub mod wait;
 
@@ -30,6 +32,19 @@ pub use mutex::{
     MappedMutexGuard, Mutex, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard,
 };
 pub use mutex::{RawMutex, STARVATION_NS};
+
+pub use biased::RawBiasedRwLock;
+#[cfg(not(loom))]
+pub use biased::{
+    BiasedRwLock, BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
+    MappedBiasedRwLockReadGuard, MappedBiasedRwLockWriteGuard,
+};
+pub use rwlock::RawRwLock;
+#[cfg(not(loom))]
+pub use rwlock::{
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
+};
 
 /// Re-export of the `lock_api` crate whose traits scalelock's raw locks implement.
 pub use lock_api;

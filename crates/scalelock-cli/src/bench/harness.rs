@@ -1,0 +1,316 @@
+//! The measuring harness: start threads on a barrier, warm up, measure for a fixed duration, stop.
+//!
+//! [`measure`] runs a workload's operation in a loop on `trial.threads` threads:
+//!
+//! 1. every thread is spawned and waits on a barrier (so none runs alone while others start);
+//! 2. after the barrier the threads run for `trial.warmup` unmeasured (caches, learned spin
+//!    budgets and the scheduler settle);
+//! 3. the harness snapshots every thread's operation count, `getrusage(RUSAGE_SELF)` and the
+//!    clock, sleeps `trial.duration`, and snapshots again: the differences are the measurement;
+//! 4. it raises the stop flag; each thread finishes its current operation and exits.
+//!
+//! Acquisition latency is *sampled*: a thread times one acquisition in about
+//! `trial.sample_every` (a randomised countdown, so sampling cannot lock into a periodic pattern
+//! of the workload), with the monotonic clock (vDSO, ~20 ns), into its own HDR histogram; the
+//! histograms are merged at the end. Workloads choose `sample_every` with [`sample_every_for`] so
+//! the clock's cost stays around 1% of an operation.
+
+use crossbeam_utils::CachePadded;
+use hdrhistogram::Histogram;
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// Parameters of one measured point.
+#[derive(Clone, Debug)]
+pub struct Trial {
+    /// Number of worker threads.
+    pub threads: usize,
+    /// Unmeasured time after the start barrier.
+    pub warmup: Duration,
+    /// Measured time.
+    pub duration: Duration,
+    /// Time about one acquisition in this many (1 = every acquisition).
+    pub sample_every: u32,
+}
+
+/// What one point measured, before summarising (see [`super::stats::Summary`]).
+pub struct Measurement {
+    /// Operations each thread completed inside the measured window.
+    pub thread_ops: Vec<u64>,
+    /// Operations completed over the whole run, warm-up and stop included (for workload checks).
+    pub ops_all: u64,
+    /// Sum of every thread's [`Worker::tally`] over the whole run (for workload checks).
+    pub tally: u64,
+    /// Wall-clock length of the measured window.
+    pub elapsed: Duration,
+    /// User + system CPU time of the whole process inside the measured window.
+    pub cpu: Duration,
+    /// Sampled acquisition latencies in nanoseconds (measured window only).
+    pub latency: Histogram<u64>,
+}
+
+const WARMUP: u8 = 0;
+const MEASURE: u8 = 1;
+const STOP: u8 = 2;
+
+/// A started latency sample (returned by [`Worker::sample`]); `None` inside when not sampled.
+#[derive(Clone, Copy)]
+pub struct Sample(Option<Instant>);
+
+/// Per-thread state handed to a workload's operation.
+pub struct Worker<'a> {
+    /// This thread's index, `0..trial.threads`.
+    pub index: usize,
+    /// A per-thread number the workload may add to (e.g. bytes appended); summed into
+    /// [`Measurement::tally`] so the workload can check its shared state afterwards.
+    pub tally: u64,
+    rng: u64,
+    countdown: u32,
+    sample_every: u32,
+    phase: &'a AtomicU8,
+    latency: Histogram<u64>,
+}
+
+impl Worker<'_> {
+    /// A fast per-thread pseudo-random number (xorshift64*).
+    #[inline]
+    pub fn rand(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// True about once in `n` calls.
+    #[inline]
+    pub fn one_in(&mut self, n: u64) -> bool {
+        self.rand() % n == 0
+    }
+
+    /// Call just before acquiring a lock; pass the result to [`Worker::acquired`] as the first
+    /// thing inside the critical section.
+    #[inline]
+    pub fn sample(&mut self) -> Sample {
+        self.countdown -= 1;
+        if self.countdown != 0 {
+            return Sample(None);
+        }
+        self.countdown = self.next_countdown();
+        Sample(Some(Instant::now()))
+    }
+
+    /// Records the acquisition latency of a sampled acquisition (measured window only).
+    #[inline]
+    pub fn acquired(&mut self, s: Sample) {
+        if let Some(t0) = s.0 {
+            self.record(t0);
+        }
+    }
+
+    #[cold]
+    fn record(&mut self, t0: Instant) {
+        let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        if self.phase.load(Ordering::Relaxed) == MEASURE {
+            self.latency.saturating_record(ns.max(1));
+        }
+    }
+
+    fn next_countdown(&mut self) -> u32 {
+        if self.sample_every <= 1 {
+            1
+        } else {
+            // Uniform in 1..=2n-1: mean n, never periodic.
+            1 + (self.rand() % (2 * self.sample_every as u64 - 1)) as u32
+        }
+    }
+}
+
+/// A latency histogram covering 1 ns to 100 s with 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 100_000_000_000, 3).expect("valid histogram bounds")
+}
+
+/// How often to sample so that a ~40 ns clock pair costs about 1% of an operation that takes
+/// `op_ns` nanoseconds: the smallest power of two ≥ 4000 / op_ns.
+pub fn sample_every_for(op_ns: u64) -> u32 {
+    (4000 / op_ns.max(1))
+        .max(1)
+        .next_power_of_two()
+        .min(1 << 16) as u32
+}
+
+/// What timing an empty interval costs: the smallest of many back-to-back clock reads, in ns.
+/// Every latency sample includes about this much.
+pub fn clock_overhead_ns() -> u64 {
+    (0..1000)
+        .map(|_| {
+            let t0 = Instant::now();
+            t0.elapsed().as_nanos() as u64
+        })
+        .min()
+        .unwrap_or(0)
+}
+
+/// User + system CPU time of the whole process.
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_SELF is always valid.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// Runs `op` on `trial.threads` threads as described in the module docs. `op` performs some
+/// operations on `shared` and returns how many it performed (usually 1).
+pub fn measure<S, F>(trial: &Trial, shared: &S, op: F) -> Measurement
+where
+    S: Sync,
+    F: Fn(&S, &mut Worker<'_>) -> u64 + Sync,
+{
+    let threads = trial.threads.max(1);
+    let phase = AtomicU8::new(WARMUP);
+    let counters: Vec<CachePadded<AtomicU64>> = (0..threads)
+        .map(|_| CachePadded::new(AtomicU64::new(0)))
+        .collect();
+    let barrier = Barrier::new(threads + 1);
+    let seed0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ 0x9E37_79B9_7F4A_7C15;
+
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|index| {
+                let (phase, counters, barrier, op) = (&phase, &counters, &barrier, &op);
+                std::thread::Builder::new()
+                    .name(format!("bench-{index}"))
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(scope, move || {
+                        let mut w = Worker {
+                            index,
+                            tally: 0,
+                            rng: (seed0 ^ (index as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F))
+                                | 1,
+                            countdown: 1,
+                            sample_every: trial.sample_every.max(1),
+                            phase,
+                            latency: new_histogram(),
+                        };
+                        w.countdown = w.next_countdown();
+                        let mine = &counters[index];
+                        let mut done = 0u64;
+                        barrier.wait();
+                        while phase.load(Ordering::Relaxed) != STOP {
+                            done += op(shared, &mut w);
+                            // Only this thread writes its counter; the harness reads it.
+                            mine.store(done, Ordering::Relaxed);
+                        }
+                        (w.latency, w.tally)
+                    })
+                    .expect("spawn bench thread")
+            })
+            .collect();
+
+        let snapshot = || {
+            counters
+                .iter()
+                .map(|c| c.load(Ordering::Relaxed))
+                .collect::<Vec<_>>()
+        };
+        barrier.wait();
+        std::thread::sleep(trial.warmup);
+        // On a loaded machine a thread may not have run at all yet: give stragglers up to one
+        // more warm-up to complete an operation (a collapsing spinlock may never let them).
+        let deadline = Instant::now() + trial.warmup;
+        while counters.iter().any(|c| c.load(Ordering::Relaxed) == 0) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        phase.store(MEASURE, Ordering::Relaxed);
+        let (t0, cpu0, ops0) = (Instant::now(), process_cpu(), snapshot());
+        std::thread::sleep(trial.duration);
+        let ops1 = snapshot();
+        let (cpu1, elapsed) = (process_cpu(), t0.elapsed());
+        phase.store(STOP, Ordering::Relaxed);
+
+        let mut latency = new_histogram();
+        let mut tally = 0;
+        for h in handles {
+            let (hist, t) = h.join().expect("bench thread panicked");
+            latency.add(hist).expect("same histogram bounds");
+            tally += t;
+        }
+        Measurement {
+            thread_ops: ops1.iter().zip(&ops0).map(|(b, a)| b - a).collect(),
+            ops_all: snapshot().iter().sum(),
+            tally,
+            elapsed,
+            cpu: cpu1.saturating_sub(cpu0),
+            latency,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    fn trial(threads: usize, sample_every: u32) -> Trial {
+        Trial {
+            threads,
+            warmup: Duration::from_millis(5),
+            duration: Duration::from_millis(30),
+            sample_every,
+        }
+    }
+
+    #[test]
+    fn counts_every_operation_of_every_thread() {
+        let total = AtomicU64::new(0);
+        let m = measure(&trial(3, 1), &total, |t, w| {
+            w.tally += 2;
+            t.fetch_add(1, Ordering::Relaxed);
+            1
+        });
+        assert_eq!(m.thread_ops.len(), 3);
+        assert!(m.thread_ops.iter().all(|&n| n > 0));
+        assert_eq!(m.ops_all, total.load(Ordering::Relaxed));
+        assert_eq!(m.tally, 2 * m.ops_all);
+        assert!(m.thread_ops.iter().sum::<u64>() <= m.ops_all);
+        assert!(m.elapsed >= Duration::from_millis(30));
+    }
+
+    #[test]
+    fn samples_about_one_in_n_acquisitions_inside_the_window_only() {
+        let m = measure(&trial(1, 16), &(), |_, w| {
+            let s = w.sample();
+            w.acquired(s);
+            1
+        });
+        let ops = m.thread_ops[0];
+        let n = m.latency.len();
+        assert!(n > 0);
+        // Mean interval 16; allow wide slack for the randomised countdown and window edges.
+        assert!(n * 8 < ops && ops < n * 32, "ops {ops}, samples {n}");
+    }
+
+    #[test]
+    fn sampling_interval_keeps_clock_cost_near_one_percent() {
+        assert_eq!(sample_every_for(10), 512);
+        assert_eq!(sample_every_for(200), 32);
+        assert_eq!(sample_every_for(4000), 1);
+        assert_eq!(sample_every_for(100_000), 1);
+        assert_eq!(sample_every_for(0), 1 << 12);
+    }
+
+    #[test]
+    fn clock_overhead_is_small() {
+        assert!(clock_overhead_ns() < 10_000);
+    }
+}

@@ -1,0 +1,282 @@
+//! The workloads: one module per workload, registered in [`all`].
+//!
+//! # Adding a workload
+//!
+//! 1. Create `workloads/<name>.rs` with a unit struct implementing [`Workload`]:
+//!
+//!    ```ignore
+//!    pub struct MyWorkload;
+//!    impl Workload for MyWorkload {
+//!        fn name(&self) -> &'static str { "my-workload" }      // CLI + JSON name
+//!        fn about(&self) -> &'static str { "What it does; which seed it reproduces." }
+//!        fn columns(&self) -> Vec<&'static str> { locks::MUTEXES.to_vec() }
+//!        fn plan(&self, sel: &Selection) -> Vec<Point> { /* one Point per measurement */ }
+//!        // optional: fn ours(&self) -> &'static str { "scalelock" }
+//!    }
+//!    ```
+//!
+//! 2. Add it to [`all`] with one line: `Box::new(my_workload::MyWorkload),` (and `mod my_workload;`
+//!    above). `--workload my-workload` then selects it, the table, JSON, CSV and report pick it up.
+//!
+//! ## What `plan` returns
+//!
+//! A [`Point`] is one measurement: `Point::new(lock, threads, run)` where `run` is a closure
+//! `Fn(&Trial) -> Result<Measurement, String>`. The driver builds the [`Trial`] (thread count,
+//! warm-up, duration, and the point's `sample_every`), calls `run`, and turns the
+//! [`Measurement`] into a JSON record. Builder methods add `.case("hold 1 µs")` (a sub-scenario,
+//! plotted separately), `.series("auto")` (the line label, defaults to the lock),
+//! `.param("hold_ns", 1000)` (extra JSON fields under `params`) and `.sample_every(n)`.
+//! Return `Err(message)` from `run` when the workload's own consistency check fails (a lock lost
+//! updates): the bench reports it and exits non-zero.
+//!
+//! Inside `run`, call [`measure`](super::harness::measure)`(trial, &shared, |shared, w| { ..; 1 })`:
+//! it starts `trial.threads` threads on a barrier, warms up, measures, stops, and returns
+//! per-thread op counts, CPU time and the latency histogram. The closure performs one operation
+//! (or a batch) and returns how many it did. To sample acquisition latency, call
+//! `let s = w.sample();` just before acquiring and `w.acquired(s)` first thing inside the
+//! critical section. `w.rand()` / `w.one_in(n)` give a per-thread RNG, `w.tally` a per-thread
+//! counter summed into `Measurement::tally` for checks; [`Work::ns`](super::work::Work::ns) gives
+//! calibrated busy work.
+//!
+//! For a lock workload, write the body once, generic over the lock: implement
+//! [`MutexBench`](super::locks::MutexBench) (`fn run<M: BenchMutex>(&self, trial: &Trial) ->
+//! Result<Measurement, String>`) or [`RwBench`](super::locks::RwBench), and let
+//! [`mutex_points`] / [`rwlock_points`] make one point per selected lock and thread count.
+//!
+//! ## Workloads that compare something other than locks
+//!
+//! The `lock` column names whatever is compared. A workload comparing allocators or map variants
+//! returns its variant names from [`Workload::columns`] (e.g. `["system", "scalelock-alloc"]`),
+//! uses them as the `lock` of its points, and names its own entry in [`Workload::ours`] (the
+//! series whose ratio to the best other is reported). `--locks` accepts any name some workload
+//! lists in `columns`, and [`Selection::wants`] filters by it.
+
+use super::harness::{Measurement, Trial};
+use super::locks::{self, MutexBench, RwBench};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+mod adaptive_grid;
+mod log_append;
+mod mutex_common;
+mod mutex_long;
+mod mutex_short;
+mod read_mostly;
+mod read_write;
+mod recursive_read;
+mod rw_common;
+mod uncontended;
+
+/// Every workload, in the order they run and appear in the report.
+pub fn all() -> Vec<Box<dyn Workload>> {
+    vec![
+        Box::new(uncontended::Uncontended),
+        Box::new(mutex_short::MutexShort),
+        Box::new(mutex_long::MutexLong),
+        Box::new(adaptive_grid::AdaptiveGrid),
+        Box::new(read_mostly::ReadMostly),
+        Box::new(read_write::ReadWrite),
+        Box::new(recursive_read::RecursiveRead),
+        Box::new(log_append::LogAppend),
+    ]
+}
+
+/// A benchmark scenario.
+pub trait Workload: Send + Sync {
+    /// The name used by `--workload` and in the JSON `workload` field.
+    fn name(&self) -> &'static str;
+    /// What the workload does and which seed document it reproduces (shown in the report).
+    fn about(&self) -> &'static str;
+    /// Every value this workload can put in the `lock` column (used to validate `--locks`).
+    fn columns(&self) -> Vec<&'static str>;
+    /// The series compared against the best of the others in tables and reports.
+    fn ours(&self) -> &'static str {
+        "scalelock"
+    }
+    /// The measurements to make for this selection.
+    fn plan(&self, sel: &Selection) -> Vec<Point>;
+}
+
+/// What the user asked for, as workloads see it.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    /// `--locks`, or `None` for every lock.
+    pub locks: Option<Vec<String>>,
+    /// Thread counts to sweep.
+    pub threads: Vec<usize>,
+    /// `--quick`: workloads with extra dimensions may thin them out.
+    pub quick: bool,
+}
+
+impl Selection {
+    /// Whether `lock` was selected.
+    pub fn wants(&self, lock: &str) -> bool {
+        match &self.locks {
+            None => true,
+            Some(l) => l.iter().any(|x| x == lock),
+        }
+    }
+}
+
+/// The closure that runs one point.
+pub type RunFn = Box<dyn Fn(&Trial) -> Result<Measurement, String> + Send + Sync>;
+
+/// One measurement to make.
+pub struct Point {
+    /// Value of the `lock` column.
+    pub lock: String,
+    /// Line label in tables and plots (defaults to `lock`).
+    pub series: String,
+    /// Sub-scenario, plotted separately.
+    pub case: Option<String>,
+    /// Worker threads.
+    pub threads: usize,
+    /// Latency sampling interval (see [`super::harness::sample_every_for`]).
+    pub sample_every: u32,
+    /// Extra JSON fields.
+    pub params: BTreeMap<String, serde_json::Value>,
+    /// Runs the point.
+    pub run: RunFn,
+}
+
+impl Point {
+    /// A point measuring `lock` on `threads` threads with `run`.
+    pub fn new(
+        lock: &str,
+        threads: usize,
+        run: impl Fn(&Trial) -> Result<Measurement, String> + Send + Sync + 'static,
+    ) -> Point {
+        Point {
+            lock: lock.to_string(),
+            series: lock.to_string(),
+            case: None,
+            threads,
+            sample_every: 1,
+            params: BTreeMap::new(),
+            run: Box::new(run),
+        }
+    }
+
+    /// Sets the sub-scenario.
+    pub fn case(mut self, case: impl Into<String>) -> Point {
+        self.case = Some(case.into());
+        self
+    }
+
+    /// Sets the line label.
+    pub fn series(mut self, series: impl Into<String>) -> Point {
+        self.series = series.into();
+        self
+    }
+
+    /// Adds an extra JSON field under `params`.
+    pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Point {
+        self.params.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Sets the latency sampling interval.
+    pub fn sample_every(mut self, n: u32) -> Point {
+        self.sample_every = n.max(1);
+        self
+    }
+}
+
+/// One point per selected mutex in `locks` and per selected thread count, running `bench`.
+pub fn mutex_points<B: MutexBench + Send + 'static>(
+    sel: &Selection,
+    lock_names: &[&'static str],
+    bench: B,
+    sample_every: u32,
+) -> Vec<Point> {
+    let bench = Arc::new(bench);
+    let mut points = Vec::new();
+    for &lock in lock_names.iter().filter(|l| sel.wants(l)) {
+        for &threads in &sel.threads {
+            let b = Arc::clone(&bench);
+            points.push(
+                Point::new(lock, threads, move |t| locks::run_mutex(lock, &*b, t))
+                    .sample_every(sample_every),
+            );
+        }
+    }
+    points
+}
+
+/// One point per selected rwlock in `locks` and per selected thread count, running `bench`.
+pub fn rwlock_points<B: RwBench + Send + 'static>(
+    sel: &Selection,
+    lock_names: &[&'static str],
+    bench: B,
+    sample_every: u32,
+) -> Vec<Point> {
+    let bench = Arc::new(bench);
+    let mut points = Vec::new();
+    for &lock in lock_names.iter().filter(|l| sel.wants(l)) {
+        for &threads in &sel.threads {
+            let b = Arc::clone(&bench);
+            points.push(
+                Point::new(lock, threads, move |t| locks::run_rwlock(lock, &*b, t))
+                    .sample_every(sample_every),
+            );
+        }
+    }
+    points
+}
+
+/// Every name accepted by `--locks`: the union of all workloads' columns.
+pub fn known_columns(workloads: &[Box<dyn Workload>]) -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = Vec::new();
+    for w in workloads {
+        for c in w.columns() {
+            if !names.contains(&c) {
+                names.push(c);
+            }
+        }
+    }
+    names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workload_names_are_unique_and_documented() {
+        let ws = all();
+        for (i, w) in ws.iter().enumerate() {
+            assert!(!w.about().is_empty(), "{}", w.name());
+            assert!(!w.columns().is_empty(), "{}", w.name());
+            assert!(ws[..i].iter().all(|o| o.name() != w.name()));
+        }
+    }
+
+    #[test]
+    fn every_workload_plans_points_for_its_own_columns_only() {
+        let sel = Selection {
+            locks: None,
+            threads: vec![1, 2],
+            quick: true,
+        };
+        for w in all() {
+            let points = w.plan(&sel);
+            assert!(!points.is_empty(), "{}", w.name());
+            let cols = w.columns();
+            assert!(points.iter().all(|p| cols.contains(&p.lock.as_str())));
+        }
+    }
+
+    #[test]
+    fn lock_selection_filters_points() {
+        let sel = Selection {
+            locks: Some(vec!["std".into()]),
+            threads: vec![1, 4],
+            quick: true,
+        };
+        for w in all() {
+            for p in w.plan(&sel) {
+                assert_eq!(p.lock, "std", "{}", w.name());
+            }
+        }
+    }
+}

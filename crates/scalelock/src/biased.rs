@@ -1,0 +1,1136 @@
+//! A reader-biased rwlock whose readers do not share a cache line (BRAVO-style visible readers).
+//!
+//! # Design
+//!
+//! Even a perfect one-word rwlock makes every reader write the lock's cache line: two readers on
+//! two cores pass that line back and forth, and read-mostly locks stop scaling at two threads.
+//! [`RawBiasedRwLock`] follows BRAVO (Dice and Kogan, "BRAVO: Biased Locking for Reader-Writer
+//! Locks", USENIX ATC 2019) and folly's `SharedMutex` "deferred readers": it wraps a
+//! [`RawRwLock`] and adds a *read bias*. While the bias is on, a reader does not touch the lock at
+//! all: it publishes "I read lock L" in a slot of a process-wide **visible-readers table**, in the
+//! row of the CPU it runs on, and re-checks that the bias is still on. Each row is its own
+//! 128-byte block (two cache lines, so the adjacent-line prefetcher does not couple neighbours),
+//! so readers on different cores write different lines, and the lock's own line stays shared in
+//! every core's cache.
+//!
+//! A writer takes the underlying lock (which stops slow-path readers), **revokes the bias**, and
+//! waits until no slot of the table names this lock: those readers entered before the revocation
+//! and finish their read sections. The writer's price is bounded: one scan of one row per CPU
+//! (not per thread; 2 rows on a 2-core machine, 32 KB at most), plus waiting for the readers that
+//! were already inside. Revocation is what makes writes expensive, so the bias then stays off for
+//! a while: BRAVO's rule, `9 x` the measured revocation time, so revocation costs at most about a
+//! tenth of the time. When the bias keeps getting revoked soon after it came back (writes are
+//! frequent), that back-off doubles each time (up to `2^10 x 9 x`): the lock then behaves as the
+//! plain [`RawRwLock`] plus one predictable load, which is how it stays within a few percent of
+//! it. A reader on the slow path turns the bias back on once the back-off has passed.
+//!
+//! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
+//! and a writer that locks all eight), the lock object here is one cache line and the table is
+//! shared by all locks; compared with BRAVO's hashed table, rows per CPU (rather than a hash of
+//! thread and lock) mean that two cores never write the same line.
+//!
+//! # State
+//!
+//! ```text
+//!  RawBiasedRwLock (one 64-byte line)          visible-readers table (static, one row per CPU)
+//!  +-------------------------------------+     row 0: [slot 0 .. slot 15]  128-byte aligned
+//!  | rbias         1: readers may defer  |     row 1: [slot 0 .. slot 15]
+//!  | drain         bit 0: a writer sleeps|     ...
+//!  |               bits 1..: sequence    |     slot = address of the lock a reader holds, or 0
+//!  | inhibit_until no re-bias before (ns)|
+//!  | enabled_at    when bias last came on|     per thread (no allocation): up to 8 deferred
+//!  | backoff       revocation back-off   |     read locks held, as (lock, slot, nesting count)
+//!  | spin          learned drain wait    |
+//!  | lock          RawRwLock (12 bytes)  |
+//!  +-------------------------------------+
+//!
+//!  reader, bias on:  slot: 0 -> L (CAS, own CPU's row);  SC;  rbias still 1? enter : withdraw
+//!  reader, bias off: lock.lock_shared(); if the back-off has passed: rbias 0 -> 1
+//!  reader unlock:    deferred? slot: L -> 0; SC; rbias 0 (a revocation)? bump drain, wake
+//!                    else lock.unlock_shared()
+//!  writer:           lock.lock_exclusive(); if rbias: rbias 1 -> 0; SC; wait until no slot
+//!                    names L (spin, then sleep on `drain`); inhibit_until = now + backoff
+//!  writer unlock:    lock.unlock_exclusive()
+//! ```
+//!
+//! The two "SC" points pair as in Dekker's algorithm: a reader publishes its slot and then
+//! reads `rbias`, a writer clears `rbias` and then reads the slots, so either the writer sees the
+//! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). A reader
+//! that withdraws, or leaves while a revocation may be waiting, bumps `drain` and wakes the
+//! writer if it announced that it sleeps. Invariant: while `rbias` is 0 and no revocation is in
+//! progress, no reader is inside through a slot, so a writer that finds the bias off needs no
+//! scan. A thread that already holds a deferred read lock on `L` and reads it again only bumps its
+//! nesting count: nested reads never wait (not even behind a revoking writer, who waits for that
+//! very thread), so `read` and `read_recursive` are both safe to nest here while the lock is
+//! biased.
+
+use crate::rwlock::RawRwLock;
+use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Spinner};
+use core::cell::Cell;
+
+/// Slots per row of the visible-readers table.
+const SLOTS: usize = if cfg!(loom) { 2 } else { 16 };
+/// Slots a reader tries in its row before it takes the slow path.
+const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
+/// Deferred read locks one thread can hold at once (more take the slow path).
+const HELD: usize = 8;
+/// BRAVO's multiplier: the bias stays off for this many times the last revocation's cost.
+const INHIBIT_FACTOR: u64 = 9;
+/// The largest back-off exponent: the bias stays off at most `2^10 x 9 x` the revocation cost.
+const MAX_BACKOFF: u32 = 10;
+/// A bias that lived fewer than this many revocation costs before the next revocation did not
+/// pay for itself: the back-off grows.
+const PAYOFF_FACTOR: u64 = 64;
+/// Slow-path reads between two looks at the clock (to re-enable the bias).
+const CLOCK_EVERY: u32 = 16;
+
+const DRAIN_SLEEPING: u32 = 1;
+const DRAIN_STEP: u32 = 2;
+
+/// The raw reader-biased rwlock: one cache line, `const`-constructible, implementing lock_api's
+/// `RawRwLock`, `RawRwLockTimed`, `RawRwLockDowngrade`, `RawRwLockRecursive`,
+/// `RawRwLockRecursiveTimed`, `RawRwLockUpgrade`, `RawRwLockUpgradeDowngrade` and
+/// `RawRwLockUpgradeTimed`.
+///
+/// ```
+/// use lock_api::RawRwLock as _;
+/// use scalelock::RawBiasedRwLock;
+///
+/// static RAW: RawBiasedRwLock = RawBiasedRwLock::INIT;
+/// RAW.lock_shared(); // biased: touches only this CPU's row of the readers table
+/// assert!(!RAW.try_lock_exclusive());
+/// // SAFETY: read-locked just above by this thread.
+/// unsafe { RAW.unlock_shared() };
+/// RAW.lock_exclusive(); // revokes the bias
+/// // SAFETY: write-locked just above.
+/// unsafe { RAW.unlock_exclusive() };
+/// assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 64);
+/// ```
+#[repr(align(64))]
+pub struct RawBiasedRwLock {
+    /// 1 while readers may enter through the visible-readers table.
+    rbias: AtomicU32,
+    /// Revocation wake-ups: bit 0 = a writer sleeps, the rest a sequence readers bump.
+    drain: AtomicU32,
+    /// `now_ns()` before which no reader re-enables the bias.
+    inhibit_until: AtomicU64,
+    /// `now_ns()` when the bias was last re-enabled.
+    enabled_at: AtomicU64,
+    /// Revocation back-off exponent (see the module docs).
+    backoff: AtomicU32,
+    /// How long revoking writers have had to wait for deferred readers (learned spin budget).
+    spin: SpinEstimate,
+    /// The underlying lock: writers, and readers while the bias is off.
+    lock: RawRwLock,
+}
+
+impl RawBiasedRwLock {
+    /// An unlocked lock, biased towards readers.
+    #[cfg(not(loom))]
+    pub const fn new() -> RawBiasedRwLock {
+        RawBiasedRwLock {
+            rbias: AtomicU32::new(1),
+            drain: AtomicU32::new(0),
+            inhibit_until: AtomicU64::new(0),
+            enabled_at: AtomicU64::new(0),
+            backoff: AtomicU32::new(0),
+            spin: SpinEstimate::new(),
+            lock: RawRwLock::new(),
+        }
+    }
+
+    /// An unlocked lock, biased towards readers.
+    #[cfg(loom)]
+    pub fn new() -> RawBiasedRwLock {
+        RawBiasedRwLock {
+            rbias: AtomicU32::new(1),
+            drain: AtomicU32::new(0),
+            inhibit_until: AtomicU64::new(0),
+            enabled_at: AtomicU64::new(0),
+            backoff: AtomicU32::new(0),
+            spin: SpinEstimate::new(),
+            lock: RawRwLock::new(),
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> usize {
+        self as *const RawBiasedRwLock as usize
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Readers
+    // -----------------------------------------------------------------------------------------
+
+    /// Takes a read lock. While the bias is on this writes only the current CPU's row of the
+    /// visible-readers table; otherwise it takes the underlying [`RawRwLock`]'s read lock.
+    #[inline]
+    pub fn lock_shared(&self) {
+        if !self.try_deferred() {
+            self.lock.lock_shared();
+            self.maybe_rebias();
+        }
+    }
+
+    /// Takes a read lock if that needs no waiting.
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        if self.try_deferred() {
+            return true;
+        }
+        let ok = self.lock.try_lock_shared();
+        if ok {
+            self.maybe_rebias();
+        }
+        ok
+    }
+
+    /// Takes a read lock, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_shared_until(&self, deadline: &Deadline) -> bool {
+        if self.try_deferred() {
+            return true;
+        }
+        let ok = self.lock.try_lock_shared_until(deadline);
+        if ok {
+            self.maybe_rebias();
+        }
+        ok
+    }
+
+    /// Takes a read lock whenever no writer holds the lock, even while writers wait.
+    #[inline]
+    pub fn lock_shared_recursive(&self) {
+        if !self.try_deferred() {
+            self.lock.lock_shared_recursive();
+            self.maybe_rebias();
+        }
+    }
+
+    /// Takes a recursive read lock if no writer holds the lock.
+    #[inline]
+    pub fn try_lock_shared_recursive(&self) -> bool {
+        if self.try_deferred() {
+            return true;
+        }
+        let ok = self.lock.try_lock_shared_recursive();
+        if ok {
+            self.maybe_rebias();
+        }
+        ok
+    }
+
+    /// Takes a recursive read lock, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_shared_recursive_until(&self, deadline: &Deadline) -> bool {
+        if self.try_deferred() {
+            return true;
+        }
+        let ok = self.lock.try_lock_shared_recursive_until(deadline);
+        if ok {
+            self.maybe_rebias();
+        }
+        ok
+    }
+
+    /// Releases a read lock.
+    ///
+    /// # Safety
+    /// The calling thread must hold a read lock on this lock (taken on this thread: read guards
+    /// are not `Send`).
+    #[inline]
+    pub unsafe fn unlock_shared(&self) {
+        let key = self.key();
+        match held::release(key) {
+            Some(Some(slot)) => self.release_slot(table::slot(slot)),
+            Some(None) => {} // a nested deferred read: the outer one keeps the slot
+            None => {
+                // SAFETY: the caller holds a read lock and it is not a deferred one, so it is a
+                // read lock on the underlying lock.
+                unsafe { self.lock.unlock_shared() }
+            }
+        }
+    }
+
+    /// The fast path: enter through the visible-readers table if the bias is on (or nest in a
+    /// deferred read lock this thread already holds). Returns false if the caller must take the
+    /// underlying lock.
+    #[inline]
+    fn try_deferred(&self) -> bool {
+        let key = self.key();
+        match held::nest(key) {
+            held::Nest::Nested => return true,
+            held::Nest::Full => return false,
+            held::Nest::Free => {}
+        }
+        if self.rbias.load(Ordering::Relaxed) == 0 {
+            return false;
+        }
+        let row = table::my_row();
+        // Locks hash to different starting slots, so that one thread's deferred locks spread over
+        // its row. (Under loom, addresses vary between executions: start at 0 to stay
+        // deterministic.)
+        let start = if cfg!(loom) {
+            0
+        } else {
+            (key >> 6) ^ (key >> 12)
+        };
+        for probe in 0..PROBES {
+            let id = row * SLOTS + (start + probe) % SLOTS;
+            let slot = table::slot(id);
+            if slot.load(Ordering::Relaxed) == 0
+                && slot
+                    .compare_exchange(0, key, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+            {
+                sc_fence();
+                // Acquire (SeqCst): the reader that turned the bias on held the underlying read
+                // lock, after the last writer's release; that orders us after that writer.
+                if self.rbias.load(Ordering::SeqCst) != 0 {
+                    held::record(key, id);
+                    return true;
+                }
+                // A writer revoked the bias meanwhile: withdraw (it may be waiting for us).
+                self.release_slot(slot);
+                return false;
+            }
+        }
+        false
+    }
+
+    /// Clears a deferred reader's slot; wakes a revoking writer that may wait for it.
+    #[inline]
+    fn release_slot(&self, slot: &AtomicUsize) {
+        // SeqCst store then SeqCst load: the reader's side of the Dekker pair with `revoke`.
+        slot.store(0, Ordering::SeqCst);
+        sc_fence();
+        if self.rbias.load(Ordering::SeqCst) == 0 {
+            self.wake_revoker();
+        }
+    }
+
+    #[cold]
+    fn wake_revoker(&self) {
+        // Changing the word makes a writer about to sleep re-check the slots; Release orders our
+        // slot store before it.
+        let d = self.drain.fetch_add(DRAIN_STEP, Ordering::Release);
+        if d & DRAIN_SLEEPING != 0 {
+            futex::wake(&self.drain, u32::MAX);
+        }
+    }
+
+    /// Called with the underlying read lock held: turns the bias back on once the back-off has
+    /// passed. Holding the read lock means no writer is revoking concurrently, and the next
+    /// writer will see the bias (its lock acquisition follows our unlock).
+    #[inline]
+    fn maybe_rebias(&self) {
+        if self.rbias.load(Ordering::Relaxed) == 0 && held::clock_due() {
+            self.rebias_slow();
+        }
+    }
+
+    #[cold]
+    fn rebias_slow(&self) {
+        let now = now_ns();
+        // (Under loom the clock stands still: re-enable at once, to explore re-biasing.)
+        if cfg!(loom) || now >= self.inhibit_until.load(Ordering::Relaxed) {
+            self.enabled_at.store(now, Ordering::Relaxed);
+            // Release: a reader that sees the bias on is ordered after our read lock's acquire,
+            // hence after the last writer.
+            self.rbias.store(1, Ordering::Release);
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Writers
+    // -----------------------------------------------------------------------------------------
+
+    /// Takes the write lock: the underlying write lock, then (if the bias is on) revokes it and
+    /// waits for the deferred readers to leave.
+    #[inline]
+    pub fn lock_exclusive(&self) {
+        self.lock.lock_exclusive();
+        if self.rbias.load(Ordering::Relaxed) != 0 {
+            self.revoke(None);
+        }
+    }
+
+    /// Takes the write lock if no reader or writer holds it.
+    #[inline]
+    pub fn try_lock_exclusive(&self) -> bool {
+        if !self.lock.try_lock_exclusive() {
+            return false;
+        }
+        if self.rbias.load(Ordering::Relaxed) != 0
+            && !self.revoke(Some(&Deadline::after(core::time::Duration::ZERO)))
+        {
+            // SAFETY: taken just above.
+            unsafe { self.lock.unlock_exclusive() };
+            return false;
+        }
+        true
+    }
+
+    /// Takes the write lock, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_exclusive_until(&self, deadline: &Deadline) -> bool {
+        if !self.lock.try_lock_exclusive_until(deadline) {
+            return false;
+        }
+        if self.rbias.load(Ordering::Relaxed) != 0 && !self.revoke(Some(deadline)) {
+            // SAFETY: taken just above.
+            unsafe { self.lock.unlock_exclusive() };
+            return false;
+        }
+        true
+    }
+
+    /// Releases the write lock.
+    ///
+    /// # Safety
+    /// The calling context must hold the write lock.
+    #[inline]
+    pub unsafe fn unlock_exclusive(&self) {
+        // SAFETY: the caller holds the write lock, i.e. the underlying write lock.
+        unsafe { self.lock.unlock_exclusive() }
+    }
+
+    /// Turns the write lock into a read lock (on the underlying lock) atomically.
+    ///
+    /// # Safety
+    /// The calling context must hold the write lock.
+    #[inline]
+    pub unsafe fn downgrade(&self) {
+        // SAFETY: the caller holds the underlying write lock. The read lock it becomes is not a
+        // deferred one, so `unlock_shared` releases it on the underlying lock.
+        unsafe { self.lock.downgrade() }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Upgradable readers (on the underlying lock: they exclude writers, not deferred readers)
+    // -----------------------------------------------------------------------------------------
+
+    /// Takes an upgradable read lock.
+    #[inline]
+    pub fn lock_upgradable(&self) {
+        self.lock.lock_upgradable();
+    }
+
+    /// Takes an upgradable read lock if that needs no waiting.
+    #[inline]
+    pub fn try_lock_upgradable(&self) -> bool {
+        self.lock.try_lock_upgradable()
+    }
+
+    /// Takes an upgradable read lock, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_upgradable_until(&self, deadline: &Deadline) -> bool {
+        self.lock.try_lock_upgradable_until(deadline)
+    }
+
+    /// Releases an upgradable read lock.
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock.
+    #[inline]
+    pub unsafe fn unlock_upgradable(&self) {
+        // SAFETY: forwarded contract.
+        unsafe { self.lock.unlock_upgradable() }
+    }
+
+    /// Upgrades to the write lock: waits for the underlying readers, then revokes the bias and
+    /// waits for the deferred readers.
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock.
+    #[inline]
+    pub unsafe fn upgrade(&self) {
+        // SAFETY: forwarded contract.
+        unsafe { self.lock.upgrade() };
+        if self.rbias.load(Ordering::Relaxed) != 0 {
+            self.revoke(None);
+        }
+    }
+
+    /// Upgrades if no other reader holds the lock, without waiting.
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock.
+    #[inline]
+    pub unsafe fn try_upgrade(&self) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { self.try_upgrade_inner(&Deadline::after(core::time::Duration::ZERO), true) }
+    }
+
+    /// Upgrades, giving up at `deadline` (the upgradable lock is kept then).
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock.
+    #[inline]
+    pub unsafe fn try_upgrade_until(&self, deadline: &Deadline) -> bool {
+        // SAFETY: forwarded contract.
+        unsafe { self.try_upgrade_inner(deadline, false) }
+    }
+
+    unsafe fn try_upgrade_inner(&self, deadline: &Deadline, immediate: bool) -> bool {
+        // SAFETY (both calls): the caller holds the upgradable lock.
+        let upgraded = if immediate {
+            unsafe { self.lock.try_upgrade() }
+        } else {
+            unsafe { self.lock.try_upgrade_until(deadline) }
+        };
+        if !upgraded {
+            return false;
+        }
+        if self.rbias.load(Ordering::Relaxed) != 0 && !self.revoke(Some(deadline)) {
+            // SAFETY: upgraded just above; going back keeps the caller's upgradable lock.
+            unsafe { self.lock.downgrade_to_upgradable() };
+            return false;
+        }
+        true
+    }
+
+    /// Turns an upgradable read lock into a read lock.
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock.
+    #[inline]
+    pub unsafe fn downgrade_upgradable(&self) {
+        // SAFETY: forwarded contract; the resulting read lock is on the underlying lock.
+        unsafe { self.lock.downgrade_upgradable() }
+    }
+
+    /// Turns the write lock into an upgradable read lock.
+    ///
+    /// # Safety
+    /// The calling context must hold the write lock.
+    #[inline]
+    pub unsafe fn downgrade_to_upgradable(&self) {
+        // SAFETY: forwarded contract.
+        unsafe { self.lock.downgrade_to_upgradable() }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Queries
+    // -----------------------------------------------------------------------------------------
+
+    /// Whether the read bias is currently on (a racy snapshot).
+    #[inline]
+    pub fn is_biased(&self) -> bool {
+        self.rbias.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether the write lock is held (a racy snapshot).
+    #[inline]
+    pub fn is_locked_exclusive(&self) -> bool {
+        self.lock.is_locked_exclusive()
+    }
+
+    /// Whether any lock is held (a racy snapshot; scans the readers table while biased).
+    pub fn is_locked(&self) -> bool {
+        if self.lock.is_locked() {
+            return true;
+        }
+        let key = self.key();
+        (0..table::rows() * SLOTS).any(|id| table::slot(id).load(Ordering::Relaxed) == key)
+    }
+
+    /// Revokes the bias (the caller holds the underlying write lock) and waits until no deferred
+    /// reader remains. With a deadline that passes first, restores the bias and returns false
+    /// (the deferred readers are still inside).
+    #[cold]
+    fn revoke(&self, deadline: Option<&Deadline>) -> bool {
+        let key = self.key();
+        let start = now_ns();
+        // SeqCst store then SeqCst loads: the writer's side of the Dekker pair.
+        self.rbias.store(0, Ordering::SeqCst);
+        sc_fence();
+        let mut drained = true;
+        'scan: for id in 0..table::rows() * SLOTS {
+            let slot = table::slot(id);
+            if slot.load(Ordering::SeqCst) == key && !self.wait_drained(slot, key, deadline) {
+                drained = false;
+                break 'scan;
+            }
+        }
+        if self.drain.load(Ordering::Relaxed) & DRAIN_SLEEPING != 0 {
+            self.drain.fetch_and(!DRAIN_SLEEPING, Ordering::Relaxed);
+        }
+        if !drained {
+            // We still hold the underlying write lock: nobody else can revoke or re-enable; the
+            // readers still inside keep the bias's invariant valid once it is back on.
+            self.rbias.store(1, Ordering::Release);
+            return false;
+        }
+        let end = now_ns();
+        let cost = end.saturating_sub(start).max(1);
+        let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
+        let backoff = if lived < cost.saturating_mul(PAYOFF_FACTOR) {
+            (self.backoff.load(Ordering::Relaxed) + 1).min(MAX_BACKOFF)
+        } else {
+            0
+        };
+        self.backoff.store(backoff, Ordering::Relaxed);
+        let inhibit = cost.saturating_mul(INHIBIT_FACTOR) << backoff;
+        self.inhibit_until
+            .store(end.saturating_add(inhibit), Ordering::Relaxed);
+        true
+    }
+
+    /// Waits until `slot` no longer names this lock: spins, then sleeps on `drain`.
+    fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
+        // Deferred readers leave after a read section: spin about as long as that has been
+        // paying on this lock, then sleep.
+        let mut spinner = Spinner::new(self.spin.budget());
+        let mut learned = false;
+        loop {
+            if slot.load(Ordering::Acquire) != key {
+                if !learned && spinner.has_spun() {
+                    self.spin.record(true, spinner.spent_ns());
+                }
+                return true;
+            }
+            if let Some(d) = deadline {
+                if d.has_passed() {
+                    return false;
+                }
+            }
+            if spinner.spin() {
+                continue;
+            }
+            if !learned && spinner.has_spun() {
+                self.spin.record(false, 0);
+                learned = true;
+            }
+            // Announce that we sleep, then re-check: a reader that clears its slot after our
+            // announcement sees DRAIN_SLEEPING and wakes us; one that cleared it before changed
+            // `drain` (Release), which our Acquire RMW sees along with its slot store.
+            let d = self.drain.fetch_or(DRAIN_SLEEPING, Ordering::Acquire) | DRAIN_SLEEPING;
+            if slot.load(Ordering::Acquire) != key {
+                return true;
+            }
+            if !futex::wait(&self.drain, d, deadline) {
+                return slot.load(Ordering::Acquire) != key;
+            }
+        }
+    }
+}
+
+/// Under loom, SeqCst accesses are modelled as AcqRel only; a SeqCst fence restores the
+/// store-load order that the Dekker pairs above rely on (and that SeqCst accesses give in the
+/// real build).
+#[inline(always)]
+fn sc_fence() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(Ordering::SeqCst);
+}
+
+#[cfg(not(loom))]
+impl Default for RawBiasedRwLock {
+    fn default() -> RawBiasedRwLock {
+        RawBiasedRwLock::new()
+    }
+}
+
+impl core::fmt::Debug for RawBiasedRwLock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RawBiasedRwLock")
+            .field("biased", &self.is_biased())
+            .field("backoff", &self.backoff.load(Ordering::Relaxed))
+            .field("lock", &self.lock)
+            .finish()
+    }
+}
+
+/// The process-wide visible-readers table: one 128-byte row of slots per CPU.
+#[cfg(not(loom))]
+mod table {
+    use super::SLOTS;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+
+    /// Rows in the static table; CPUs beyond it share rows (correct, only slower).
+    const MAX_ROWS: usize = 256;
+
+    #[repr(align(128))]
+    struct Row([AtomicUsize; SLOTS]);
+
+    static TABLE: [Row; MAX_ROWS] =
+        [const { Row([const { AtomicUsize::new(0) }; SLOTS]) }; MAX_ROWS];
+    static ROWS: AtomicUsize = AtomicUsize::new(0);
+
+    /// Rows in use: one per configured CPU (at most the table's size).
+    #[inline]
+    pub(super) fn rows() -> usize {
+        let n = ROWS.load(Ordering::Relaxed);
+        if n != 0 {
+            n
+        } else {
+            count_rows()
+        }
+    }
+
+    #[cold]
+    fn count_rows() -> usize {
+        // SAFETY: sysconf has no preconditions.
+        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        let n = (cpus.max(1) as usize).min(MAX_ROWS);
+        ROWS.store(n, Ordering::Relaxed);
+        n
+    }
+
+    /// The row of the CPU this thread runs on (a hint: after a migration two threads may share
+    /// a row for a moment, which is correct, only slower).
+    #[inline]
+    pub(super) fn my_row() -> usize {
+        // SAFETY: sched_getcpu has no preconditions; -1 (error) maps to row 0.
+        let cpu = unsafe { libc::sched_getcpu() };
+        (cpu.max(0) as usize) % rows()
+    }
+
+    #[inline]
+    pub(super) fn slot(id: usize) -> &'static AtomicUsize {
+        &TABLE[id / SLOTS].0[id % SLOTS]
+    }
+}
+
+/// The loom model of the table: two rows, a row per thread chosen round-robin.
+#[cfg(loom)]
+mod table {
+    use super::SLOTS;
+    use crate::sync::{AtomicUsize, Ordering};
+
+    const ROWS: usize = 2;
+
+    loom::lazy_static! {
+        static ref TABLE: Vec<AtomicUsize> = (0..ROWS * SLOTS).map(|_| AtomicUsize::new(0)).collect();
+        static ref NEXT_ROW: AtomicUsize = AtomicUsize::new(0);
+    }
+
+    loom::thread_local! {
+        static ROW: core::cell::Cell<usize> = core::cell::Cell::new(usize::MAX);
+    }
+
+    pub(super) fn rows() -> usize {
+        ROWS
+    }
+
+    pub(super) fn my_row() -> usize {
+        ROW.with(|r| {
+            if r.get() == usize::MAX {
+                r.set(NEXT_ROW.fetch_add(1, Ordering::Relaxed) % ROWS);
+            }
+            r.get()
+        })
+    }
+
+    pub(super) fn slot(id: usize) -> &'static AtomicUsize {
+        &TABLE[id]
+    }
+}
+
+/// Per-thread record of the deferred read locks a thread holds: which lock, which slot, and how
+/// many nested reads share that slot. Fixed size, no destructor, no allocation.
+mod held {
+    use super::{Cell, CLOCK_EVERY, HELD};
+
+    pub(super) struct Held {
+        key: [Cell<usize>; HELD],
+        slot: [Cell<usize>; HELD],
+        depth: [Cell<u32>; HELD],
+        clock: Cell<u32>,
+    }
+
+    impl Held {
+        const fn new() -> Held {
+            Held {
+                key: [const { Cell::new(0) }; HELD],
+                slot: [const { Cell::new(0) }; HELD],
+                depth: [const { Cell::new(0) }; HELD],
+                clock: Cell::new(0),
+            }
+        }
+    }
+
+    #[cfg(not(loom))]
+    thread_local! {
+        static HELD_LOCKS: Held = const { Held::new() };
+    }
+
+    #[cfg(loom)]
+    loom::thread_local! {
+        static HELD_LOCKS: Held = Held::new();
+    }
+
+    #[cfg(not(loom))]
+    #[inline]
+    fn with<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
+        HELD_LOCKS.try_with(f).ok()
+    }
+
+    #[cfg(loom)]
+    fn with<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
+        Some(HELD_LOCKS.with(f))
+    }
+
+    pub(super) enum Nest {
+        /// This thread already holds a deferred read lock on the lock: nested into it.
+        Nested,
+        /// No room to record another deferred read lock (or thread-locals are gone).
+        Full,
+        /// Not held, and there is room.
+        Free,
+    }
+
+    /// Nests into a deferred read lock this thread holds on `key`, or says whether a new one
+    /// could be recorded.
+    #[inline]
+    pub(super) fn nest(key: usize) -> Nest {
+        with(|h| {
+            let mut free = false;
+            for i in 0..HELD {
+                let k = h.key[i].get();
+                if k == key {
+                    h.depth[i].set(h.depth[i].get() + 1);
+                    return Nest::Nested;
+                }
+                free |= k == 0;
+            }
+            if free {
+                Nest::Free
+            } else {
+                Nest::Full
+            }
+        })
+        .unwrap_or(Nest::Full)
+    }
+
+    /// Records a new deferred read lock on `key` in slot `slot` (room was checked by `nest`).
+    #[inline]
+    pub(super) fn record(key: usize, slot: usize) {
+        with(|h| {
+            if let Some(i) = (0..HELD).find(|&i| h.key[i].get() == 0) {
+                h.key[i].set(key);
+                h.slot[i].set(slot);
+                h.depth[i].set(1);
+            }
+        });
+    }
+
+    /// Releases one deferred read lock on `key`: `Some(Some(slot))` when the slot is to be
+    /// cleared, `Some(None)` when a nested read was released, `None` when this thread holds no
+    /// deferred read lock on `key` (its read lock is on the underlying lock).
+    #[inline]
+    pub(super) fn release(key: usize) -> Option<Option<usize>> {
+        with(|h| {
+            let i = (0..HELD).find(|&i| h.key[i].get() == key)?;
+            let depth = h.depth[i].get() - 1;
+            h.depth[i].set(depth);
+            if depth == 0 {
+                h.key[i].set(0);
+                Some(Some(h.slot[i].get()))
+            } else {
+                Some(None)
+            }
+        })
+        .flatten()
+    }
+
+    /// True once every `CLOCK_EVERY` calls on this thread (always under loom), so the slow read
+    /// path reads the clock rarely.
+    #[inline]
+    pub(super) fn clock_due() -> bool {
+        if cfg!(loom) {
+            return true;
+        }
+        with(|h| {
+            let c = h.clock.get().wrapping_add(1);
+            h.clock.set(c);
+            c % CLOCK_EVERY == 0
+        })
+        .unwrap_or(false)
+    }
+}
+
+#[cfg(not(loom))]
+mod api {
+    use super::RawBiasedRwLock;
+    use crate::wait::Deadline;
+    use std::time::{Duration, Instant};
+
+    // SAFETY: a writer holds the underlying write lock (excluding slow-path readers, upgradable
+    // readers and writers) and has revoked the bias and seen every slot naming this lock empty
+    // after the revocation, so no deferred reader is inside (the Dekker pair in the module docs);
+    // deferred readers enter only while the bias is on, which only the underlying read lock's
+    // holders turn on. Guards are not Send: the per-thread record of deferred read locks must be
+    // released by the thread that took them.
+    unsafe impl lock_api::RawRwLock for RawBiasedRwLock {
+        #[allow(clippy::declare_interior_mutable_const)]
+        const INIT: RawBiasedRwLock = RawBiasedRwLock::new();
+        type GuardMarker = lock_api::GuardNoSend;
+
+        #[inline]
+        fn lock_shared(&self) {
+            RawBiasedRwLock::lock_shared(self)
+        }
+
+        #[inline]
+        fn try_lock_shared(&self) -> bool {
+            RawBiasedRwLock::try_lock_shared(self)
+        }
+
+        #[inline]
+        unsafe fn unlock_shared(&self) {
+            // SAFETY: lock_api's contract: the caller holds a read lock (taken on this thread).
+            unsafe { RawBiasedRwLock::unlock_shared(self) }
+        }
+
+        #[inline]
+        fn lock_exclusive(&self) {
+            RawBiasedRwLock::lock_exclusive(self)
+        }
+
+        #[inline]
+        fn try_lock_exclusive(&self) -> bool {
+            RawBiasedRwLock::try_lock_exclusive(self)
+        }
+
+        #[inline]
+        unsafe fn unlock_exclusive(&self) {
+            // SAFETY: lock_api's contract: the caller holds the write lock.
+            unsafe { RawBiasedRwLock::unlock_exclusive(self) }
+        }
+
+        #[inline]
+        fn is_locked(&self) -> bool {
+            RawBiasedRwLock::is_locked(self)
+        }
+
+        #[inline]
+        fn is_locked_exclusive(&self) -> bool {
+            RawBiasedRwLock::is_locked_exclusive(self)
+        }
+    }
+
+    // SAFETY: the write lock becomes a read lock on the underlying lock in one atomic step.
+    unsafe impl lock_api::RawRwLockDowngrade for RawBiasedRwLock {
+        #[inline]
+        unsafe fn downgrade(&self) {
+            // SAFETY: lock_api's contract: the caller holds the write lock.
+            unsafe { RawBiasedRwLock::downgrade(self) }
+        }
+    }
+
+    // SAFETY: the timed paths use the same transitions; a timed-out revocation restores the bias
+    // and releases the underlying write lock without entering.
+    unsafe impl lock_api::RawRwLockTimed for RawBiasedRwLock {
+        type Duration = Duration;
+        type Instant = Instant;
+
+        #[inline]
+        fn try_lock_shared_for(&self, timeout: Duration) -> bool {
+            RawBiasedRwLock::try_lock_shared_until(self, &Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_shared_until(&self, timeout: Instant) -> bool {
+            RawBiasedRwLock::try_lock_shared_until(self, &Deadline::at(timeout))
+        }
+
+        #[inline]
+        fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
+            RawBiasedRwLock::try_lock_exclusive_until(self, &Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_exclusive_until(&self, timeout: Instant) -> bool {
+            RawBiasedRwLock::try_lock_exclusive_until(self, &Deadline::at(timeout))
+        }
+    }
+
+    // SAFETY: recursive reads are deferred reads or recursive reads of the underlying lock.
+    unsafe impl lock_api::RawRwLockRecursive for RawBiasedRwLock {
+        #[inline]
+        fn lock_shared_recursive(&self) {
+            RawBiasedRwLock::lock_shared_recursive(self)
+        }
+
+        #[inline]
+        fn try_lock_shared_recursive(&self) -> bool {
+            RawBiasedRwLock::try_lock_shared_recursive(self)
+        }
+    }
+
+    // SAFETY: as RawRwLockRecursive, with a deadline.
+    unsafe impl lock_api::RawRwLockRecursiveTimed for RawBiasedRwLock {
+        #[inline]
+        fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
+            RawBiasedRwLock::try_lock_shared_recursive_until(self, &Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_shared_recursive_until(&self, timeout: Instant) -> bool {
+            RawBiasedRwLock::try_lock_shared_recursive_until(self, &Deadline::at(timeout))
+        }
+    }
+
+    // SAFETY: upgradable locks are the underlying lock's; an upgrade revokes the bias and waits
+    // for deferred readers exactly like a writer.
+    unsafe impl lock_api::RawRwLockUpgrade for RawBiasedRwLock {
+        #[inline]
+        fn lock_upgradable(&self) {
+            RawBiasedRwLock::lock_upgradable(self)
+        }
+
+        #[inline]
+        fn try_lock_upgradable(&self) -> bool {
+            RawBiasedRwLock::try_lock_upgradable(self)
+        }
+
+        #[inline]
+        unsafe fn unlock_upgradable(&self) {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawBiasedRwLock::unlock_upgradable(self) }
+        }
+
+        #[inline]
+        unsafe fn upgrade(&self) {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawBiasedRwLock::upgrade(self) }
+        }
+
+        #[inline]
+        unsafe fn try_upgrade(&self) -> bool {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawBiasedRwLock::try_upgrade(self) }
+        }
+    }
+
+    // SAFETY: both downgrades are single atomic steps on the underlying lock.
+    unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawBiasedRwLock {
+        #[inline]
+        unsafe fn downgrade_upgradable(&self) {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawBiasedRwLock::downgrade_upgradable(self) }
+        }
+
+        #[inline]
+        unsafe fn downgrade_to_upgradable(&self) {
+            // SAFETY: lock_api's contract: the caller holds the write lock.
+            unsafe { RawBiasedRwLock::downgrade_to_upgradable(self) }
+        }
+    }
+
+    // SAFETY: as RawRwLockUpgrade, with a deadline; a timed-out upgrade keeps the upgradable lock.
+    unsafe impl lock_api::RawRwLockUpgradeTimed for RawBiasedRwLock {
+        #[inline]
+        fn try_lock_upgradable_for(&self, timeout: Duration) -> bool {
+            RawBiasedRwLock::try_lock_upgradable_until(self, &Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_upgradable_until(&self, timeout: Instant) -> bool {
+            RawBiasedRwLock::try_lock_upgradable_until(self, &Deadline::at(timeout))
+        }
+
+        #[inline]
+        unsafe fn try_upgrade_for(&self, timeout: Duration) -> bool {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawBiasedRwLock::try_upgrade_until(self, &Deadline::after(timeout)) }
+        }
+
+        #[inline]
+        unsafe fn try_upgrade_until(&self, timeout: Instant) -> bool {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawBiasedRwLock::try_upgrade_until(self, &Deadline::at(timeout)) }
+        }
+    }
+}
+
+/// A reader-biased reader-writer lock protecting a `T`, built on [`RawBiasedRwLock`]: readers on
+/// different cores write no common cache line while writes are rare; writers pay for revoking
+/// the bias. The same guard API as [`RwLock`](crate::RwLock) (no fair-unlock methods).
+///
+/// ```
+/// use scalelock::BiasedRwLock;
+/// use std::sync::Arc;
+///
+/// let config = Arc::new(BiasedRwLock::new(String::from("v1")));
+/// let readers: Vec<_> = (0..4)
+///     .map(|_| {
+///         let c = Arc::clone(&config);
+///         std::thread::spawn(move || (0..1000).filter(|_| c.read().starts_with('v')).count())
+///     })
+///     .collect();
+/// *config.write() = String::from("v2");
+/// for r in readers {
+///     assert_eq!(r.join().unwrap(), 1000);
+/// }
+/// assert_eq!(*config.read(), "v2");
+/// ```
+#[cfg(not(loom))]
+pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
+
+/// The guard of a read lock on a [`BiasedRwLock`].
+///
+/// ```
+/// let lock = scalelock::BiasedRwLock::new(1);
+/// let a: scalelock::BiasedRwLockReadGuard<'_, i32> = lock.read();
+/// let b = lock.read(); // nested reads share this thread's slot
+/// assert_eq!(*a + *b, 2);
+/// ```
+#[cfg(not(loom))]
+pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedRwLock, T>;
+
+/// The guard of the write lock on a [`BiasedRwLock`].
+///
+/// ```
+/// let lock = scalelock::BiasedRwLock::new(1);
+/// let mut w: scalelock::BiasedRwLockWriteGuard<'_, i32> = lock.write();
+/// *w += 1;
+/// let r = scalelock::BiasedRwLockWriteGuard::downgrade(w);
+/// assert_eq!(*r, 2);
+/// ```
+#[cfg(not(loom))]
+pub type BiasedRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawBiasedRwLock, T>;
+
+/// The guard of an upgradable read lock on a [`BiasedRwLock`].
+///
+/// ```
+/// use scalelock::{BiasedRwLock, BiasedRwLockUpgradableReadGuard};
+///
+/// let lock = BiasedRwLock::new(1);
+/// let u = lock.upgradable_read();
+/// assert_eq!(*lock.read(), 1); // readers still enter
+/// let mut w = BiasedRwLockUpgradableReadGuard::upgrade(u);
+/// *w = 2;
+/// ```
+#[cfg(not(loom))]
+pub type BiasedRwLockUpgradableReadGuard<'a, T> =
+    lock_api::RwLockUpgradableReadGuard<'a, RawBiasedRwLock, T>;
+
+/// A [`BiasedRwLockReadGuard`] mapped to a part of the protected data.
+///
+/// ```
+/// use scalelock::{BiasedRwLock, BiasedRwLockReadGuard};
+///
+/// let lock = BiasedRwLock::new((1, 2));
+/// let second = BiasedRwLockReadGuard::map(lock.read(), |p| &p.1);
+/// assert_eq!(*second, 2);
+/// ```
+#[cfg(not(loom))]
+pub type MappedBiasedRwLockReadGuard<'a, T> =
+    lock_api::MappedRwLockReadGuard<'a, RawBiasedRwLock, T>;
+
+/// A [`BiasedRwLockWriteGuard`] mapped to a part of the protected data.
+///
+/// ```
+/// use scalelock::{BiasedRwLock, BiasedRwLockWriteGuard};
+///
+/// let lock = BiasedRwLock::new((1, 2));
+/// *BiasedRwLockWriteGuard::map(lock.write(), |p| &mut p.0) = 5;
+/// assert_eq!(*lock.read(), (5, 2));
+/// ```
+#[cfg(not(loom))]
+pub type MappedBiasedRwLockWriteGuard<'a, T> =
+    lock_api::MappedRwLockWriteGuard<'a, RawBiasedRwLock, T>;

@@ -1,0 +1,1248 @@
+//! scalelock's reader-writer lock: one state word, one atomic operation per uncontended read.
+//!
+//! # Design
+//!
+//! Three 32-bit words: the futex **state word**, a futex **writer sequence** that writers sleep
+//! on, and the lock's [`SpinEstimate`]. Everything about who holds the lock and who waits is in
+//! the state word, so every decision is one compare-exchange on it:
+//!
+//! - an uncontended `read` is one compare-exchange (`count += 1`) and its unlock one
+//!   `fetch_sub`: the same two atomic operations as a [`Mutex`](crate::Mutex) lock + unlock;
+//! - an uncontended `write` is one compare-exchange (`0 -> WRITER`) and its unlock another.
+//!
+//! Only on conflict does a thread go to the wait layer: it spins (calibrated, learned budget,
+//! like the mutex) while nobody sleeps, then sleeps on a futex. Readers and upgradable readers
+//! sleep on the state word itself (so a change of the word can never be missed) and are woken all
+//! at once; writers sleep on the writer sequence and are woken one at a time, so that the last
+//! reader leaving does not wake a herd of readers to hand the lock to one writer.
+//!
+//! **Writers are not starved by readers**: a writer that has to wait sets `WRITERS_WAITING`, and
+//! from then on new readers stay out; the readers inside drain and the last one wakes a writer.
+//! **Readers are not starved by writers**: a writer that unlocks while readers sleep gives them
+//! the next turn instead of the next writer: it sets `READ_TURN` (writers may not take the lock)
+//! and wakes them all; readers that have slept enter even though writers wait, and the reader that
+//! leaves last ends the turn and wakes a writer. Every write phase is followed by a read phase
+//! with the readers that were waiting, and the other way round (phase-fair).
+//!
+//! **Recursive readers.** `read_recursive` enters whenever no writer *holds* the lock, even when
+//! writers wait, so a thread that already reads can read again without deadlocking behind a
+//! waiting writer (a thread that reads twice with plain `read` while a writer waits would wait for
+//! the writer, which waits for the thread: a deadlock). Debug builds catch that mistake: every
+//! thread keeps a small table of the read locks it holds, and a plain `read` that would wait for a
+//! writer while the thread already reads the same lock panics and names `read_recursive` as the
+//! fix. Release builds keep no table and pay nothing.
+//!
+//! # State word
+//!
+//! ```text
+//!   31                                    5        4           3            2           1         0
+//!  +---------------------------------------+--------+------------+-----------+-----------+--------+
+//!  |  READERS: read locks held (27 bits)    | WRITER | UPGRADABLE | READ_TURN | WRITERS_  | PARKED |
+//!  |  (an upgradable reader counts as one)  |        |            |           | WAITING   |        |
+//!  +---------------------------------------+--------+------------+-----------+-----------+--------+
+//!
+//!  PARKED           readers or upgradable readers may sleep on the state word: whoever makes the
+//!                   lock available to them clears it and wakes them all
+//!  WRITERS_WAITING  writers (or an upgrader) wait: new plain readers stay out; the thread that
+//!                   frees the lock clears it and wakes one writer on the writer sequence
+//!  READ_TURN        a write unlock handed the lock to the readers it woke: no writer may take it
+//!                   until the reader count drops to zero
+//!  UPGRADABLE       an upgradable reader holds the lock (it is also counted in READERS)
+//!  WRITER           a writer holds the lock (READERS is then zero)
+//!
+//!  who                        may take the lock when
+//!  read                       !WRITER && !WRITERS_WAITING
+//!  read, having slept         !WRITER                       (its turn: see READ_TURN)
+//!  read_recursive             !WRITER
+//!  upgradable_read            as read, and !UPGRADABLE
+//!  write                      !WRITER && !UPGRADABLE && READERS == 0 && !READ_TURN
+//!  upgrade (holds UPGRADABLE) READERS == 1
+//!
+//!  transitions (fast paths are single atomic operations on the word)
+//!  s --------------------------> s + 1 reader            read (CAS)
+//!  s --------------------------> s - 1 reader            read unlock (fetch_sub); if that was
+//!                                                        the last reader and someone waits, the
+//!                                                        leaver runs `wake_after_release`
+//!  0 --------------------------> WRITER                  write (CAS)
+//!  WRITER ---------------------> 0                       write unlock (CAS), else:
+//!  WRITER|PARKED|f ------------> READ_TURN|f, wake all   write unlock with readers asleep
+//!                                readers                 (their turn; f = WRITERS_WAITING)
+//!  WRITER|WRITERS_WAITING -----> 0, wake 1 writer        write unlock with only writers asleep
+//!  WRITER ---------------------> 1 reader (+UPGRADABLE)  downgrade; wakes the parked readers
+//!  1 reader|UPGRADABLE --------> WRITER                  upgrade
+//! ```
+//!
+//! `wake_after_release` runs when a release may have left the lock free with sleepers: if any
+//! holder remains it does nothing (that holder's release will); otherwise it ends a `READ_TURN`,
+//! wakes one writer if `WRITERS_WAITING`, and, if no writer was asleep, wakes the parked readers.
+//! A writer that has slept keeps `WRITERS_WAITING` set when it takes the lock (others may still
+//! sleep), so its unlock passes the wake-up on; a timed writer that gives up clears
+//! `WRITERS_WAITING` and wakes every sleeper, which re-arm what they still need. That is what the
+//! loom models in `tests/loom_rwlock.rs` check: no lost wake-up, no stranded sleeper.
+
+use crate::sync::{AtomicU32, Ordering};
+use crate::wait::{futex, Deadline, SpinBudget, SpinEstimate, Spinner};
+
+const PARKED: u32 = 1;
+const WRITERS_WAITING: u32 = 1 << 1;
+const READ_TURN: u32 = 1 << 2;
+const UPGRADABLE: u32 = 1 << 3;
+const WRITER: u32 = 1 << 4;
+const ONE_READER: u32 = 1 << 5;
+const READERS_MASK: u32 = !(ONE_READER - 1);
+
+/// The reader count of a state word.
+#[inline]
+fn readers(s: u32) -> u32 {
+    s >> 5
+}
+
+/// True if one more reader would overflow the count (only reachable with leaked guards).
+#[inline]
+fn readers_full(s: u32) -> bool {
+    s & READERS_MASK == READERS_MASK
+}
+
+/// The raw reader-writer lock: 12 bytes, `const`-constructible, implementing every lock_api
+/// rwlock trait (`RawRwLock`, `RawRwLockDowngrade`, `RawRwLockTimed`, `RawRwLockRecursive`,
+/// `RawRwLockRecursiveTimed`, `RawRwLockUpgrade`, `RawRwLockUpgradeDowngrade`,
+/// `RawRwLockUpgradeTimed`, `RawRwLockFair`, `RawRwLockUpgradeFair`).
+///
+/// Use it through [`RwLock`], or directly where a guard does not fit.
+///
+/// ```
+/// use lock_api::RawRwLock as _;
+/// use scalelock::RawRwLock;
+///
+/// static RAW: RawRwLock = RawRwLock::INIT;
+/// RAW.lock_shared();
+/// RAW.lock_shared();
+/// assert!(!RAW.try_lock_exclusive());
+/// // SAFETY: two read locks taken just above by this thread.
+/// unsafe {
+///     RAW.unlock_shared();
+///     RAW.unlock_shared();
+/// }
+/// assert!(RAW.try_lock_exclusive());
+/// // SAFETY: locked exclusively just above.
+/// unsafe { RAW.unlock_exclusive() };
+/// assert_eq!(std::mem::size_of::<RawRwLock>(), 12);
+/// ```
+pub struct RawRwLock {
+    state: AtomicU32,
+    /// Bumped (then woken) whenever a writer is to be woken; writers sleep on it.
+    writer_seq: AtomicU32,
+    spin: SpinEstimate,
+}
+
+impl RawRwLock {
+    /// An unlocked rwlock.
+    #[cfg(not(loom))]
+    pub const fn new() -> RawRwLock {
+        RawRwLock {
+            state: AtomicU32::new(0),
+            writer_seq: AtomicU32::new(0),
+            spin: SpinEstimate::new(),
+        }
+    }
+
+    /// An unlocked rwlock.
+    #[cfg(loom)]
+    pub fn new() -> RawRwLock {
+        RawRwLock {
+            state: AtomicU32::new(0),
+            writer_seq: AtomicU32::new(0),
+            spin: SpinEstimate::new(),
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Shared (read) locks
+    // -----------------------------------------------------------------------------------------
+
+    /// Takes a read lock, waiting while a writer holds the lock or waits for it.
+    ///
+    /// In debug builds, panics if this thread already holds a read lock on this lock and a writer
+    /// waits: that would deadlock; use [`lock_shared_recursive`](Self::lock_shared_recursive).
+    #[inline]
+    pub fn lock_shared(&self) {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & (WRITER | WRITERS_WAITING) != 0
+            || readers_full(s)
+            || self
+                .state
+                .compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            self.wait_parked(None, |s, slept| read_admits(s, slept), true);
+        }
+        held::note_acquire(self);
+    }
+
+    /// Takes a read lock if that needs no waiting.
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        let ok = self.try_take(|s| read_admits(s, false));
+        if ok {
+            held::note_acquire(self);
+        }
+        ok
+    }
+
+    /// Takes a read lock, giving up at `deadline`; returns whether it was taken.
+    #[inline]
+    pub fn try_lock_shared_until(&self, deadline: &Deadline) -> bool {
+        let ok = self.try_take(|s| read_admits(s, false))
+            || self.wait_parked(Some(deadline), |s, slept| read_admits(s, slept), true);
+        if ok {
+            held::note_acquire(self);
+        }
+        ok
+    }
+
+    /// Takes a read lock whenever no writer *holds* the lock, even while writers wait: a thread
+    /// that already reads may always read again.
+    #[inline]
+    pub fn lock_shared_recursive(&self) {
+        if !self.try_take(|s| read_admits(s, true)) {
+            self.wait_parked(None, |s, _| read_admits(s, true), false);
+        }
+        held::note_acquire(self);
+    }
+
+    /// Takes a recursive read lock if no writer holds the lock.
+    #[inline]
+    pub fn try_lock_shared_recursive(&self) -> bool {
+        let ok = self.try_take(|s| read_admits(s, true));
+        if ok {
+            held::note_acquire(self);
+        }
+        ok
+    }
+
+    /// Takes a recursive read lock, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_shared_recursive_until(&self, deadline: &Deadline) -> bool {
+        let ok = self.try_take(|s| read_admits(s, true))
+            || self.wait_parked(Some(deadline), |s, _| read_admits(s, true), false);
+        if ok {
+            held::note_acquire(self);
+        }
+        ok
+    }
+
+    /// Releases a read lock.
+    ///
+    /// # Safety
+    /// The calling context must hold a read lock (not an upgradable one) on this lock.
+    #[inline]
+    pub unsafe fn unlock_shared(&self) {
+        held::note_release(self);
+        // Release: the reader's accesses happen before the next writer's (which acquires the word).
+        let prev = self.state.fetch_sub(ONE_READER, Ordering::Release);
+        if prev & (PARKED | WRITERS_WAITING | READ_TURN) != 0 {
+            self.after_reader_left(prev - ONE_READER, readers_full(prev));
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Exclusive (write) locks
+    // -----------------------------------------------------------------------------------------
+
+    /// Takes the write lock, waiting for readers and writers to leave.
+    #[inline]
+    pub fn lock_exclusive(&self) {
+        if self
+            .state
+            .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.wait_writer(None, |s, slept| write_takes(s, slept));
+        }
+    }
+
+    /// Takes the write lock if it is free.
+    #[inline]
+    pub fn try_lock_exclusive(&self) -> bool {
+        self.try_take(|s| write_takes(s, false))
+    }
+
+    /// Takes the write lock, giving up at `deadline`; returns whether it was taken.
+    #[inline]
+    pub fn try_lock_exclusive_until(&self, deadline: &Deadline) -> bool {
+        self.try_take(|s| write_takes(s, false))
+            || self.wait_writer(Some(deadline), |s, slept| write_takes(s, slept))
+    }
+
+    /// Releases the write lock. Readers that were waiting get the next turn; otherwise one
+    /// waiting writer is woken.
+    ///
+    /// # Safety
+    /// The calling context must hold the write lock.
+    #[inline]
+    pub unsafe fn unlock_exclusive(&self) {
+        if self
+            .state
+            .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            self.unlock_exclusive_slow();
+        }
+    }
+
+    /// Turns the write lock into a read lock without letting a writer in between; wakes the
+    /// readers that were waiting.
+    ///
+    /// # Safety
+    /// The calling context must hold the write lock.
+    #[inline]
+    pub unsafe fn downgrade(&self) {
+        // WRITER -> one reader: adding ONE_READER - WRITER (positive) keeps the other bits.
+        let prev = self.state.fetch_add(ONE_READER - WRITER, Ordering::Release);
+        held::note_acquire(self);
+        if prev & PARKED != 0 {
+            self.wake_parked();
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Upgradable read locks
+    // -----------------------------------------------------------------------------------------
+
+    /// Takes an upgradable read lock: shared with readers, exclusive with writers and other
+    /// upgradable readers.
+    #[inline]
+    pub fn lock_upgradable(&self) {
+        if !self.try_take(|s| upgradable_admits(s, false)) {
+            self.wait_parked(None, upgradable_admits, true);
+        }
+        held::note_acquire(self);
+    }
+
+    /// Takes an upgradable read lock if that needs no waiting.
+    #[inline]
+    pub fn try_lock_upgradable(&self) -> bool {
+        let ok = self.try_take(|s| upgradable_admits(s, false));
+        if ok {
+            held::note_acquire(self);
+        }
+        ok
+    }
+
+    /// Takes an upgradable read lock, giving up at `deadline`.
+    #[inline]
+    pub fn try_lock_upgradable_until(&self, deadline: &Deadline) -> bool {
+        let ok = self.try_take(|s| upgradable_admits(s, false))
+            || self.wait_parked(Some(deadline), upgradable_admits, true);
+        if ok {
+            held::note_acquire(self);
+        }
+        ok
+    }
+
+    /// Releases an upgradable read lock.
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock on this lock.
+    #[inline]
+    pub unsafe fn unlock_upgradable(&self) {
+        held::note_release(self);
+        let prev = self
+            .state
+            .fetch_sub(ONE_READER + UPGRADABLE, Ordering::Release);
+        if prev & (PARKED | WRITERS_WAITING | READ_TURN) != 0 {
+            let now = prev - ONE_READER - UPGRADABLE;
+            if readers(now) == 0 {
+                self.wake_after_release();
+            } else if now & PARKED != 0 {
+                // Other readers remain; upgradable readers may be parked waiting for us.
+                self.wake_parked();
+            }
+        }
+    }
+
+    /// Turns an upgradable read lock into the write lock, waiting for the other readers to
+    /// leave (new readers stay out meanwhile).
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock on this lock.
+    #[inline]
+    pub unsafe fn upgrade(&self) {
+        held::note_release(self);
+        if !self.try_take(upgrade_takes) {
+            self.wait_writer(None, |s, slept| {
+                upgrade_takes(s).map(|n| keep_waiting(n, slept))
+            });
+        }
+    }
+
+    /// Upgrades if no other reader holds the lock, without waiting.
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock on this lock.
+    #[inline]
+    pub unsafe fn try_upgrade(&self) -> bool {
+        let ok = self.try_take(upgrade_takes);
+        if ok {
+            held::note_release(self);
+        }
+        ok
+    }
+
+    /// Upgrades, giving up at `deadline` (the upgradable read lock is kept then).
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock on this lock.
+    #[inline]
+    pub unsafe fn try_upgrade_until(&self, deadline: &Deadline) -> bool {
+        let ok = self.try_take(upgrade_takes)
+            || self.wait_writer(Some(deadline), |s, slept| {
+                upgrade_takes(s).map(|n| keep_waiting(n, slept))
+            });
+        if ok {
+            held::note_release(self);
+        }
+        ok
+    }
+
+    /// Turns an upgradable read lock into a plain read lock.
+    ///
+    /// # Safety
+    /// The calling context must hold an upgradable read lock on this lock.
+    #[inline]
+    pub unsafe fn downgrade_upgradable(&self) {
+        let prev = self.state.fetch_sub(UPGRADABLE, Ordering::Release);
+        if prev & PARKED != 0 {
+            // An upgradable reader may be parked waiting for UPGRADABLE to clear.
+            self.wake_parked();
+        }
+    }
+
+    /// Turns the write lock into an upgradable read lock; wakes the readers that were waiting.
+    ///
+    /// # Safety
+    /// The calling context must hold the write lock.
+    #[inline]
+    pub unsafe fn downgrade_to_upgradable(&self) {
+        // WRITER -> one reader + UPGRADABLE: the difference is positive.
+        let prev = self
+            .state
+            .fetch_add(ONE_READER + UPGRADABLE - WRITER, Ordering::Release);
+        held::note_acquire(self);
+        if prev & PARKED != 0 {
+            self.wake_parked();
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Queries
+    // -----------------------------------------------------------------------------------------
+
+    /// Whether any lock (read, upgradable or write) is held (a racy snapshot).
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & (WRITER | READERS_MASK) != 0
+    }
+
+    /// Whether the write lock is held (a racy snapshot).
+    #[inline]
+    pub fn is_locked_exclusive(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & WRITER != 0
+    }
+
+    /// Whether some thread waits for the lock (a racy snapshot).
+    #[inline]
+    pub fn has_waiters(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & (PARKED | WRITERS_WAITING) != 0
+    }
+
+    /// The lock's learned spin estimate in nanoseconds.
+    pub fn spin_estimate_ns(&self) -> u32 {
+        self.spin.get()
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Slow paths
+    // -----------------------------------------------------------------------------------------
+
+    /// One attempt loop without waiting: applies `take` (the new state, if the lock may be taken
+    /// from `s`) with compare-exchange until it succeeds or refuses.
+    #[inline]
+    fn try_take(&self, take: impl Fn(u32) -> Option<u32>) -> bool {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            let Some(new) = take(s) else { return false };
+            match self
+                .state
+                .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(current) => s = current,
+            }
+        }
+    }
+
+    /// The contended path of readers and upgradable readers, who sleep on the state word.
+    /// `take(s, slept)` gives the new state if the lock may be taken from `s` by a thread that
+    /// has (or has not) slept. `plain` marks a non-recursive read, subject to the debug-build
+    /// deadlock check. Returns false only if `deadline` passed first.
+    #[cold]
+    fn wait_parked(
+        &self,
+        deadline: Option<&Deadline>,
+        take: impl Fn(u32, bool) -> Option<u32>,
+        plain: bool,
+    ) -> bool {
+        let budget = self.spin.budget();
+        let unbounded = budget == SpinBudget::Unbounded;
+        let mut spinner = Spinner::new(budget);
+        let mut learned = false;
+        let mut slept = false;
+        let mut checked = !plain;
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if let Some(new) = take(s, slept) {
+                match self
+                    .state
+                    .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+                {
+                    Ok(_) => {
+                        if !learned && spinner.has_spun() {
+                            self.spin.record(true, spinner.spent_ns());
+                        }
+                        return true;
+                    }
+                    Err(current) => {
+                        s = current;
+                        continue;
+                    }
+                }
+            }
+            if !checked {
+                checked = true;
+                if s & (WRITER | WRITERS_WAITING) == WRITERS_WAITING {
+                    // Kept out by a waiting writer, not a holder: a deadlock if we already read.
+                    held::check_not_reading(self);
+                }
+            }
+            // Spin while nobody sleeps: a writer about to leave, readers about to drain.
+            if (unbounded || s & (PARKED | WRITERS_WAITING) == 0) && spinner.spin() {
+                s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+            if !learned && spinner.has_spun() {
+                self.spin.record(false, 0);
+                learned = true;
+            }
+            if let Some(d) = deadline {
+                if d.has_passed() {
+                    // Sleepers are woken all at once, so giving up strands nobody; a stale
+                    // PARKED only costs the next unlock a futile wake.
+                    return false;
+                }
+            }
+            if s & PARKED == 0 {
+                if let Err(current) = self.state.compare_exchange_weak(
+                    s,
+                    s | PARKED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    s = current;
+                    continue;
+                }
+                s |= PARKED;
+            }
+            let in_time = futex::wait(&self.state, s, deadline);
+            slept = true;
+            if !in_time {
+                return false;
+            }
+            s = self.state.load(Ordering::Relaxed);
+        }
+    }
+
+    /// The contended path of writers and upgraders, who sleep on the writer sequence.
+    /// `take(s, slept)` as in `wait_parked`. Returns false only if `deadline` passed first.
+    #[cold]
+    fn wait_writer(
+        &self,
+        deadline: Option<&Deadline>,
+        take: impl Fn(u32, bool) -> Option<u32>,
+    ) -> bool {
+        let budget = self.spin.budget();
+        let unbounded = budget == SpinBudget::Unbounded;
+        let mut spinner = Spinner::new(budget);
+        let mut learned = false;
+        // Whether this thread has set WRITERS_WAITING (and so may have been woken for others).
+        let mut waited = false;
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if let Some(new) = take(s, waited) {
+                match self
+                    .state
+                    .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
+                {
+                    Ok(_) => {
+                        if !learned && spinner.has_spun() {
+                            self.spin.record(true, spinner.spent_ns());
+                        }
+                        return true;
+                    }
+                    Err(current) => {
+                        s = current;
+                        continue;
+                    }
+                }
+            }
+            if (unbounded || s & (PARKED | WRITERS_WAITING | READ_TURN) == 0) && spinner.spin() {
+                s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+            if !learned && spinner.has_spun() {
+                self.spin.record(false, 0);
+                learned = true;
+            }
+            if let Some(d) = deadline {
+                if d.has_passed() {
+                    if waited {
+                        self.writer_gives_up();
+                    }
+                    return false;
+                }
+            }
+            if s & WRITERS_WAITING == 0 {
+                if let Err(current) = self.state.compare_exchange_weak(
+                    s,
+                    s | WRITERS_WAITING,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    s = current;
+                    continue;
+                }
+            }
+            waited = true;
+            // Read the sequence before re-checking the word: a waker changes the word, then bumps
+            // the sequence (Release), so either we see its change here or our wait fails.
+            let seq = self.writer_seq.load(Ordering::Acquire);
+            s = self.state.load(Ordering::Relaxed);
+            if take(s, true).is_some() || s & WRITERS_WAITING == 0 {
+                continue;
+            }
+            if !futex::wait(&self.writer_seq, seq, deadline) {
+                self.writer_gives_up();
+                return false;
+            }
+            s = self.state.load(Ordering::Relaxed);
+        }
+    }
+
+    /// A writer or upgrader that set `WRITERS_WAITING` gives up. It may have consumed the
+    /// wake-up that was to pass the lock on, and cannot tell whether other writers still sleep:
+    /// it clears the bit and wakes every writer and every parked reader; those who still must
+    /// wait re-arm what they need.
+    #[cold]
+    fn writer_gives_up(&self) {
+        self.state.fetch_and(!WRITERS_WAITING, Ordering::Relaxed);
+        self.wake_writers(u32::MAX);
+        self.wake_parked();
+    }
+
+    /// Wakes up to `n` writers sleeping on the writer sequence; returns how many were woken.
+    #[inline]
+    fn wake_writers(&self, n: u32) -> u32 {
+        // Release: a writer that reads the new sequence also sees the state change made before.
+        self.writer_seq.fetch_add(1, Ordering::Release);
+        futex::wake(&self.writer_seq, n)
+    }
+
+    /// Clears `PARKED` and wakes every thread sleeping on the state word.
+    #[inline]
+    fn wake_parked(&self) {
+        if self.state.fetch_and(!PARKED, Ordering::Relaxed) & PARKED != 0 {
+            futex::wake(&self.state, u32::MAX);
+        }
+    }
+
+    /// A reader left; `now` is the state its `fetch_sub` produced. `was_full`: the count had
+    /// reached its maximum, so readers may be parked on the count itself.
+    #[cold]
+    fn after_reader_left(&self, now: u32, was_full: bool) {
+        if readers(now) == 0 {
+            self.wake_after_release();
+        } else if readers(now) == 1 && now & UPGRADABLE != 0 && now & WRITERS_WAITING != 0 {
+            // Only the upgradable reader is left, and it may be waiting to upgrade among the
+            // writers on the sequence: wake them all, the upgrader takes the lock, the others
+            // re-arm WRITERS_WAITING and sleep again.
+            self.wake_writers(u32::MAX);
+        } else if was_full && now & PARKED != 0 {
+            self.wake_parked();
+        }
+    }
+
+    /// A release may have left the lock free while threads sleep. Unless a holder remains (its
+    /// release will come back here), end a read turn, then wake one writer, or, if no writer was
+    /// asleep, every parked reader.
+    #[cold]
+    fn wake_after_release(&self) {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if s & (WRITER | UPGRADABLE | READERS_MASK) != 0 {
+                return;
+            }
+            let new = if s & READ_TURN != 0 {
+                s & !READ_TURN
+            } else if s & WRITERS_WAITING != 0 {
+                s & !WRITERS_WAITING
+            } else if s & PARKED != 0 {
+                s & !PARKED
+            } else {
+                return;
+            };
+            if let Err(current) =
+                self.state
+                    .compare_exchange_weak(s, new, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                s = current;
+                continue;
+            }
+            if s & READ_TURN != 0 {
+                s = new;
+                continue;
+            }
+            if s & WRITERS_WAITING != 0 {
+                if self.wake_writers(1) > 0 {
+                    // That writer takes the lock and wakes the readers when it unlocks (or, if it
+                    // gives up, wakes everybody).
+                    return;
+                }
+                s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+            futex::wake(&self.state, u32::MAX);
+            return;
+        }
+    }
+
+    /// The contended path of `unlock_exclusive`.
+    #[cold]
+    fn unlock_exclusive_slow(&self) {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            if s & PARKED != 0 {
+                // Readers sleep: their turn. Writers may not take the lock until they are done.
+                let new = (s & !(WRITER | PARKED)) | READ_TURN;
+                if let Err(current) =
+                    self.state
+                        .compare_exchange_weak(s, new, Ordering::Release, Ordering::Relaxed)
+                {
+                    s = current;
+                    continue;
+                }
+                if futex::wake(&self.state, u32::MAX) == 0 {
+                    // Nobody was asleep after all (a timed reader left): end the turn now.
+                    self.wake_after_release();
+                }
+                return;
+            }
+            let new = s & !(WRITER | WRITERS_WAITING | READ_TURN);
+            if let Err(current) =
+                self.state
+                    .compare_exchange_weak(s, new, Ordering::Release, Ordering::Relaxed)
+            {
+                s = current;
+                continue;
+            }
+            if s & WRITERS_WAITING != 0 && self.wake_writers(1) == 0 {
+                // No writer was asleep; readers may have parked meanwhile.
+                self.wake_after_release();
+            }
+            return;
+        }
+    }
+}
+
+/// New state for a reader taking the lock from `s`, if it may: `privileged` readers (recursive,
+/// or having slept: their turn) only need no writer to hold it.
+#[inline]
+fn read_admits(s: u32, privileged: bool) -> Option<u32> {
+    let blocked = if privileged {
+        WRITER
+    } else {
+        WRITER | WRITERS_WAITING
+    };
+    if s & blocked == 0 && !readers_full(s) {
+        Some(s + ONE_READER)
+    } else {
+        None
+    }
+}
+
+/// New state for an upgradable reader taking the lock from `s`, if it may.
+#[inline]
+fn upgradable_admits(s: u32, slept: bool) -> Option<u32> {
+    let blocked = if slept {
+        WRITER | UPGRADABLE
+    } else {
+        WRITER | UPGRADABLE | WRITERS_WAITING
+    };
+    if s & blocked == 0 && !readers_full(s) {
+        Some(s + ONE_READER + UPGRADABLE)
+    } else {
+        None
+    }
+}
+
+/// New state for a writer taking the lock from `s`, if it may. A writer that has waited keeps
+/// `WRITERS_WAITING` set: others may still sleep, and its unlock must wake one.
+#[inline]
+fn write_takes(s: u32, waited: bool) -> Option<u32> {
+    if s & (WRITER | UPGRADABLE | READERS_MASK | READ_TURN) == 0 {
+        Some(keep_waiting(s | WRITER, waited))
+    } else {
+        None
+    }
+}
+
+/// New state for the upgradable reader upgrading from `s`, if no other reader holds the lock.
+/// A pending read turn ends: the upgrader was admitted already and cannot wait for it.
+#[inline]
+fn upgrade_takes(s: u32) -> Option<u32> {
+    if readers(s) == 1 {
+        Some((s - ONE_READER - UPGRADABLE + WRITER) & !READ_TURN)
+    } else {
+        None
+    }
+}
+
+#[inline]
+fn keep_waiting(s: u32, waited: bool) -> u32 {
+    if waited {
+        s | WRITERS_WAITING
+    } else {
+        s
+    }
+}
+
+#[cfg(not(loom))]
+impl Default for RawRwLock {
+    fn default() -> RawRwLock {
+        RawRwLock::new()
+    }
+}
+
+impl core::fmt::Debug for RawRwLock {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let s = self.state.load(Ordering::Relaxed);
+        f.debug_struct("RawRwLock")
+            .field("readers", &readers(s))
+            .field("writer", &(s & WRITER != 0))
+            .field("upgradable", &(s & UPGRADABLE != 0))
+            .field("writers_waiting", &(s & WRITERS_WAITING != 0))
+            .field("parked", &(s & PARKED != 0))
+            .field("read_turn", &(s & READ_TURN != 0))
+            .field("spin_estimate_ns", &self.spin.get())
+            .finish()
+    }
+}
+
+/// Debug-build tracking of the read locks each thread holds, to catch a plain `read` that would
+/// deadlock behind a waiting writer. A small fixed table per thread: no allocation; a thread that
+/// holds more read locks than it has entries is simply not checked for the extra ones. Release
+/// builds (and loom) compile all of it away.
+#[cfg(all(debug_assertions, not(loom)))]
+mod held {
+    use core::cell::Cell;
+
+    const ENTRIES: usize = 16;
+
+    thread_local! {
+        static HELD: [Cell<usize>; ENTRIES] = const { [const { Cell::new(0) }; ENTRIES] };
+    }
+
+    #[inline]
+    fn key<T>(lock: &T) -> usize {
+        lock as *const T as usize
+    }
+
+    pub(super) fn note_acquire<T>(lock: &T) {
+        let k = key(lock);
+        let _ = HELD.try_with(|h| {
+            if let Some(c) = h.iter().find(|c| c.get() == 0) {
+                c.set(k);
+            }
+        });
+    }
+
+    pub(super) fn note_release<T>(lock: &T) {
+        let k = key(lock);
+        let _ = HELD.try_with(|h| {
+            if let Some(c) = h.iter().find(|c| c.get() == k) {
+                c.set(0);
+            }
+        });
+    }
+
+    pub(super) fn check_not_reading<T>(lock: &T) {
+        let k = key(lock);
+        if HELD
+            .try_with(|h| h.iter().any(|c| c.get() == k))
+            .unwrap_or(false)
+        {
+            panic!(
+                "scalelock::RwLock: this thread already holds a read lock on this lock and a \
+                 writer is waiting, so this `read` would deadlock (the writer waits for this \
+                 thread, this thread for the writer); take nested read locks with \
+                 `read_recursive` (RawRwLock::lock_shared_recursive)"
+            );
+        }
+    }
+}
+
+#[cfg(not(all(debug_assertions, not(loom))))]
+mod held {
+    #[inline(always)]
+    pub(super) fn note_acquire<T>(_: &T) {}
+    #[inline(always)]
+    pub(super) fn note_release<T>(_: &T) {}
+    #[inline(always)]
+    pub(super) fn check_not_reading<T>(_: &T) {}
+}
+
+#[cfg(not(loom))]
+mod api {
+    use super::RawRwLock;
+    use crate::wait::Deadline;
+    use std::time::{Duration, Instant};
+
+    // SAFETY: WRITER is set only by a successful Acquire CAS from a state with no WRITER,
+    // UPGRADABLE, readers or READ_TURN (or by an upgrade when the upgrader is the only reader),
+    // and readers only enter by CAS from a state without WRITER; so a write lock excludes every
+    // other lock, and read locks exclude only writers. Releases use Release ordering.
+    unsafe impl lock_api::RawRwLock for RawRwLock {
+        #[allow(clippy::declare_interior_mutable_const)]
+        const INIT: RawRwLock = RawRwLock::new();
+        type GuardMarker = lock_api::GuardNoSend;
+
+        #[inline]
+        fn lock_shared(&self) {
+            RawRwLock::lock_shared(self)
+        }
+
+        #[inline]
+        fn try_lock_shared(&self) -> bool {
+            RawRwLock::try_lock_shared(self)
+        }
+
+        #[inline]
+        unsafe fn unlock_shared(&self) {
+            // SAFETY: lock_api's contract: the caller holds a read lock.
+            unsafe { RawRwLock::unlock_shared(self) }
+        }
+
+        #[inline]
+        fn lock_exclusive(&self) {
+            RawRwLock::lock_exclusive(self)
+        }
+
+        #[inline]
+        fn try_lock_exclusive(&self) -> bool {
+            RawRwLock::try_lock_exclusive(self)
+        }
+
+        #[inline]
+        unsafe fn unlock_exclusive(&self) {
+            // SAFETY: lock_api's contract: the caller holds the write lock.
+            unsafe { RawRwLock::unlock_exclusive(self) }
+        }
+
+        #[inline]
+        fn is_locked(&self) -> bool {
+            RawRwLock::is_locked(self)
+        }
+
+        #[inline]
+        fn is_locked_exclusive(&self) -> bool {
+            RawRwLock::is_locked_exclusive(self)
+        }
+    }
+
+    // SAFETY: the fair variants release exactly like the plain ones. scalelock's unlock is
+    // already phase-fair (a write unlock gives waiting readers the next turn, the last reader
+    // wakes a writer, writers wake in the kernel's FIFO order), so there is no separate
+    // hand-off protocol; `bump_*` yields only when someone waits.
+    unsafe impl lock_api::RawRwLockFair for RawRwLock {
+        #[inline]
+        unsafe fn unlock_shared_fair(&self) {
+            // SAFETY: lock_api's contract: the caller holds a read lock.
+            unsafe { RawRwLock::unlock_shared(self) }
+        }
+
+        #[inline]
+        unsafe fn unlock_exclusive_fair(&self) {
+            // SAFETY: lock_api's contract: the caller holds the write lock.
+            unsafe { RawRwLock::unlock_exclusive(self) }
+        }
+
+        #[inline]
+        unsafe fn bump_shared(&self) {
+            if self.has_waiters() {
+                // SAFETY: the caller holds a read lock (lock_api's contract); it is re-taken at
+                // once, behind any waiting writer.
+                unsafe { RawRwLock::unlock_shared(self) };
+                RawRwLock::lock_shared(self);
+            }
+        }
+
+        #[inline]
+        unsafe fn bump_exclusive(&self) {
+            if self.has_waiters() {
+                // SAFETY: the caller holds the write lock (lock_api's contract); re-taken at once.
+                unsafe { RawRwLock::unlock_exclusive(self) };
+                RawRwLock::lock_exclusive(self);
+            }
+        }
+    }
+
+    // SAFETY: downgrade turns WRITER into one reader in a single atomic step: no writer can enter
+    // in between, and the caller keeps a read lock.
+    unsafe impl lock_api::RawRwLockDowngrade for RawRwLock {
+        #[inline]
+        unsafe fn downgrade(&self) {
+            // SAFETY: lock_api's contract: the caller holds the write lock.
+            unsafe { RawRwLock::downgrade(self) }
+        }
+    }
+
+    // SAFETY: the timed paths take the lock with the same CAS transitions as the untimed ones.
+    unsafe impl lock_api::RawRwLockTimed for RawRwLock {
+        type Duration = Duration;
+        type Instant = Instant;
+
+        #[inline]
+        fn try_lock_shared_for(&self, timeout: Duration) -> bool {
+            self.try_lock_shared() || self.try_lock_shared_until(&Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_shared_until(&self, timeout: Instant) -> bool {
+            self.try_lock_shared() || RawRwLock::try_lock_shared_until(self, &Deadline::at(timeout))
+        }
+
+        #[inline]
+        fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
+            self.try_lock_exclusive() || self.try_lock_exclusive_until(&Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_exclusive_until(&self, timeout: Instant) -> bool {
+            self.try_lock_exclusive()
+                || RawRwLock::try_lock_exclusive_until(self, &Deadline::at(timeout))
+        }
+    }
+
+    // SAFETY: a recursive read lock is an ordinary read lock admitted under a weaker condition
+    // (no writer *holds* the lock); it never coexists with a writer.
+    unsafe impl lock_api::RawRwLockRecursive for RawRwLock {
+        #[inline]
+        fn lock_shared_recursive(&self) {
+            RawRwLock::lock_shared_recursive(self)
+        }
+
+        #[inline]
+        fn try_lock_shared_recursive(&self) -> bool {
+            RawRwLock::try_lock_shared_recursive(self)
+        }
+    }
+
+    // SAFETY: as RawRwLockRecursive, with a deadline.
+    unsafe impl lock_api::RawRwLockRecursiveTimed for RawRwLock {
+        #[inline]
+        fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
+            self.try_lock_shared_recursive()
+                || self.try_lock_shared_recursive_until(&Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_shared_recursive_until(&self, timeout: Instant) -> bool {
+            self.try_lock_shared_recursive()
+                || RawRwLock::try_lock_shared_recursive_until(self, &Deadline::at(timeout))
+        }
+    }
+
+    // SAFETY: UPGRADABLE is taken by CAS from a state without WRITER or UPGRADABLE, so at most one
+    // upgradable reader exists and it excludes writers; upgrade sets WRITER only when it is the
+    // last reader.
+    unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
+        #[inline]
+        fn lock_upgradable(&self) {
+            RawRwLock::lock_upgradable(self)
+        }
+
+        #[inline]
+        fn try_lock_upgradable(&self) -> bool {
+            RawRwLock::try_lock_upgradable(self)
+        }
+
+        #[inline]
+        unsafe fn unlock_upgradable(&self) {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawRwLock::unlock_upgradable(self) }
+        }
+
+        #[inline]
+        unsafe fn upgrade(&self) {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawRwLock::upgrade(self) }
+        }
+
+        #[inline]
+        unsafe fn try_upgrade(&self) -> bool {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawRwLock::try_upgrade(self) }
+        }
+    }
+
+    // SAFETY: as RawRwLockFair.
+    unsafe impl lock_api::RawRwLockUpgradeFair for RawRwLock {
+        #[inline]
+        unsafe fn unlock_upgradable_fair(&self) {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawRwLock::unlock_upgradable(self) }
+        }
+
+        #[inline]
+        unsafe fn bump_upgradable(&self) {
+            if self.has_waiters() {
+                // SAFETY: the caller holds an upgradable lock; re-taken at once.
+                unsafe { RawRwLock::unlock_upgradable(self) };
+                RawRwLock::lock_upgradable(self);
+            }
+        }
+    }
+
+    // SAFETY: both downgrades are single atomic steps that keep the caller's lock shared.
+    unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwLock {
+        #[inline]
+        unsafe fn downgrade_upgradable(&self) {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawRwLock::downgrade_upgradable(self) }
+        }
+
+        #[inline]
+        unsafe fn downgrade_to_upgradable(&self) {
+            // SAFETY: lock_api's contract: the caller holds the write lock.
+            unsafe { RawRwLock::downgrade_to_upgradable(self) }
+        }
+    }
+
+    // SAFETY: as RawRwLockUpgrade, with a deadline; a timed-out upgrade keeps the upgradable lock.
+    unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwLock {
+        #[inline]
+        fn try_lock_upgradable_for(&self, timeout: Duration) -> bool {
+            self.try_lock_upgradable() || self.try_lock_upgradable_until(&Deadline::after(timeout))
+        }
+
+        #[inline]
+        fn try_lock_upgradable_until(&self, timeout: Instant) -> bool {
+            self.try_lock_upgradable()
+                || RawRwLock::try_lock_upgradable_until(self, &Deadline::at(timeout))
+        }
+
+        #[inline]
+        unsafe fn try_upgrade_for(&self, timeout: Duration) -> bool {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawRwLock::try_upgrade_until(self, &Deadline::after(timeout)) }
+        }
+
+        #[inline]
+        unsafe fn try_upgrade_until(&self, timeout: Instant) -> bool {
+            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
+            unsafe { RawRwLock::try_upgrade_until(self, &Deadline::at(timeout)) }
+        }
+    }
+}
+
+/// A reader-writer lock protecting a `T`, built on [`RawRwLock`]: a drop-in for
+/// `parking_lot::RwLock` (same lock_api surface: upgradable, recursive, timed, fair, downgrade).
+///
+/// ```
+/// use scalelock::RwLock;
+///
+/// let lock = RwLock::new(5);
+/// {
+///     let r1 = lock.read();
+///     let r2 = lock.read_recursive(); // never waits behind a waiting writer
+///     assert_eq!(*r1 + *r2, 10);
+/// }
+/// *lock.write() += 1;
+/// assert_eq!(*lock.read(), 6);
+/// ```
+#[cfg(not(loom))]
+pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
+
+/// The guard of a read lock on an [`RwLock`].
+///
+/// ```
+/// let lock = scalelock::RwLock::new(1);
+/// let g: scalelock::RwLockReadGuard<'_, i32> = lock.read();
+/// assert_eq!(*g, 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
+
+/// The guard of the write lock on an [`RwLock`].
+///
+/// ```
+/// let lock = scalelock::RwLock::new(1);
+/// let mut g: scalelock::RwLockWriteGuard<'_, i32> = lock.write();
+/// *g = 2;
+/// let r = scalelock::RwLockWriteGuard::downgrade(g); // atomically becomes a read lock
+/// assert_eq!(*r, 2);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
+
+/// The guard of an upgradable read lock on an [`RwLock`]: shared with readers, exclusive with
+/// writers and other upgradable readers, and upgradable to the write lock.
+///
+/// ```
+/// use scalelock::{RwLock, RwLockUpgradableReadGuard};
+///
+/// let lock = RwLock::new(vec![1]);
+/// let u = lock.upgradable_read();
+/// let _r = lock.read(); // readers may still enter
+/// drop(_r);
+/// let mut w = RwLockUpgradableReadGuard::upgrade(u);
+/// w.push(2);
+/// assert_eq!(w.len(), 2);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwLock, T>;
+
+/// A read guard mapped to a part of the protected data.
+///
+/// ```
+/// use scalelock::{RwLock, RwLockReadGuard};
+///
+/// let lock = RwLock::new((1, 2));
+/// let second = RwLockReadGuard::map(lock.read(), |p| &p.1);
+/// assert_eq!(*second, 2);
+/// ```
+#[cfg(not(loom))]
+pub type MappedRwLockReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawRwLock, T>;
+
+/// A write guard mapped to a part of the protected data.
+///
+/// ```
+/// use scalelock::{RwLock, RwLockWriteGuard};
+///
+/// let lock = RwLock::new((1, 2));
+/// let mut first = RwLockWriteGuard::map(lock.write(), |p| &mut p.0);
+/// *first = 10;
+/// drop(first);
+/// assert_eq!(*lock.read(), (10, 2));
+/// ```
+#[cfg(not(loom))]
+pub type MappedRwLockWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawRwLock, T>;
