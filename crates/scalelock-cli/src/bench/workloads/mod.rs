@@ -57,6 +57,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod adaptive_grid;
+mod large_alloc;
 mod log_append;
 mod mutex_common;
 mod mutex_long;
@@ -78,6 +79,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(read_write::ReadWrite),
         Box::new(recursive_read::RecursiveRead),
         Box::new(log_append::LogAppend),
+        Box::new(large_alloc::LargeAlloc),
     ]
 }
 
