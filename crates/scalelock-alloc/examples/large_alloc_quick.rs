@@ -3,15 +3,16 @@
 //! an explicit allocator instance, at 1 and 2 threads (or the counts given as arguments).
 //!
 //! ```text
-//! cargo run --release -p scalelock-alloc --example large_alloc_quick [-- THREADS.. [--ms N] [--rounds N]]
+//! cargo run --release -p scalelock-alloc --example large_alloc_quick [-- THREADS.. [--ms N] [--rounds N] [--only NAME]]
 //! ```
 //!
-//! Each thread keeps its last 8 blocks alive; every operation allocates a block of a uniformly
-//! random size, writes one byte per page, and retires the oldest block: freed locally, or (one
-//! in four) sent in batches of 32 to the next thread, which frees it (at most four batches in
-//! flight; a thread whose neighbour lags frees the batch itself). Reports the median of
-//! `--rounds` runs (allocators interleaved, so that machine noise hits all of them): operations
-//! per second, CPU time per operation (user + system, getrusage), system time per operation.
+//! The same workload as `scalelock bench --workload large-alloc`: each thread keeps its last 4
+//! blocks alive; every operation allocates a block of a uniformly random size, writes one byte
+//! per page, and retires the oldest block: freed locally, or (one in four) sent in batches of 8
+//! to the next thread, which frees it (at most two batches in flight; a thread whose neighbour
+//! lags frees the batch itself). Reports the median of `--rounds` runs (allocators interleaved,
+//! so that machine noise hits all of them): operations per second, CPU time per operation (user +
+//! system, getrusage), system time per operation.
 
 use scalelock_alloc::LargePool;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -21,8 +22,8 @@ use std::time::{Duration, Instant};
 
 const MIN: usize = 16 << 10;
 const MAX: usize = 1 << 20;
-const WINDOW: usize = 8;
-const BATCH: usize = 32;
+const WINDOW: usize = 4;
+const BATCH: usize = 8;
 
 struct Rng(u64);
 impl Rng {
@@ -56,7 +57,7 @@ fn run<A: GlobalAlloc + Sync>(a: &A, threads: usize, dur: Duration) -> Result {
     let stop = AtomicBool::new(false);
     let ops = AtomicU64::new(0);
     let (txs, rxs): (Vec<_>, Vec<_>) = (0..threads)
-        .map(|_| mpsc::sync_channel::<Vec<usize>>(4))
+        .map(|_| mpsc::sync_channel::<Vec<usize>>(2))
         .unzip();
     let (c0, t0) = (cpu_times(), Instant::now());
     std::thread::scope(|s| {

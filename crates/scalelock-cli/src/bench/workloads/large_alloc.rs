@@ -5,11 +5,12 @@
 //! threshold (an `mmap`/`munmap` pair and fresh page faults per allocation), jemalloc caches only
 //! up to 32 KiB per thread, tcmalloc sends anything over 256 KiB to one locked page heap.
 //!
-//! Each thread keeps its last 8 blocks alive. One operation allocates a block of a uniformly
+//! Each thread keeps its last 4 blocks alive. One operation allocates a block of a uniformly
 //! random size in 16 KiB..=1 MiB, writes one byte per 4 KiB page, and retires the oldest block:
-//! freed by this thread, or (one in four) passed in batches of 32 to the next thread, which frees
-//! it (at most 4 batches wait in a thread's inbox; a thread whose neighbour lags frees the batch
-//! itself, so memory stays bounded). Allocation latency is sampled.
+//! freed by this thread, or (one in four) passed in batches of 8 to the next thread, which frees
+//! it (at most 2 batches wait in a thread's inbox; a thread whose neighbour lags frees the batch
+//! itself). A thread holds at most 28 blocks, about 14 MiB, so 128 threads stay under 2 GiB.
+//! Allocation latency is sampled.
 //!
 //! Allocators are explicit instances, not the global allocator: `system` (glibc), `mimalloc`,
 //! `jemalloc` (tikv-jemallocator) and `scalelock-pool` (a fresh `scalelock_alloc::LargePool`
@@ -29,9 +30,9 @@ use std::time::Duration;
 
 const MIN: usize = 16 << 10;
 const MAX: usize = 1 << 20;
-const WINDOW: usize = 8;
-const BATCH: usize = 32;
-const INBOX_BATCHES: usize = 4;
+const WINDOW: usize = 4;
+const BATCH: usize = 8;
+const INBOX_BATCHES: usize = 2;
 const REMOTE_ONE_IN: u64 = 4;
 const POLL_EVERY: u64 = 16;
 
@@ -47,7 +48,7 @@ impl Workload for LargeAlloc {
     }
 
     fn about(&self) -> &'static str {
-        "Allocations of 16 KiB to 1 MiB (uniform), one byte written per page, 8 live per thread, \
+        "Allocations of 16 KiB to 1 MiB (uniform), one byte written per page, 4 live per thread, \
          a quarter freed by another thread; glibc, mimalloc, jemalloc and the scalelock pool as \
          explicit allocator instances. Seed 000: MySQL's large mallocs under one global mutex."
     }
