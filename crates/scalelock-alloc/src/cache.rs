@@ -8,6 +8,7 @@
 //!     ticks   operations; every 1024th flushes the classes unused since the previous one, and
 //!             runs decay if due
 //!     slots[4]  { inner: pool bound to the slot (holds one ref),
+//!                 bytes: cached in the slot, kept under the pool's thread-cache budget,
 //!                 classes[c]: { loaded, prev, used } }
 //!
 //!   thread_local GUARD (a zero-sized value whose destructor flushes CACHE)
@@ -38,7 +39,7 @@
 use core::cell::Cell;
 use core::ptr;
 
-use crate::class::{magazine_cap, MAX_CLASSES};
+use crate::class::{class_size, magazine_cap, MAX_CLASSES};
 use crate::depot::Inner;
 
 const SLOTS: usize = 4;
@@ -58,6 +59,9 @@ struct ClassCache {
 
 struct Slot {
     inner: Cell<*const Inner>,
+    /// Bytes of the blocks in this slot's magazines (at most the pool's thread-cache budget,
+    /// give or take one magazine).
+    bytes: Cell<usize>,
     classes: [ClassCache; MAX_CLASSES],
 }
 
@@ -77,6 +81,7 @@ impl ThreadCache {
             slots: [const {
                 Slot {
                     inner: Cell::new(ptr::null()),
+                    bytes: Cell::new(0),
                     classes: [const {
                         ClassCache {
                             loaded: Cell::new(0),
@@ -120,27 +125,43 @@ unsafe fn unbind(s: &Slot) {
     }
     // SAFETY: the slot's reference keeps the pool mapped until `release`.
     let inner = unsafe { &*p };
-    for (c, cc) in s.classes.iter().enumerate() {
-        flush_class(inner, c, cc);
+    for c in 0..MAX_CLASSES {
+        flush_class(s, inner, c);
     }
+    debug_assert_eq!(s.bytes.get(), 0, "thread-cache byte count out of step");
     inner.maintain();
     // SAFETY: the reference taken when the slot was bound; `inner` is not used afterwards.
     unsafe { Inner::release(p) };
 }
 
 /// Returns a class's magazines to the depot.
-fn flush_class(inner: &Inner, c: usize, cc: &ClassCache) {
+fn flush_class(s: &Slot, inner: &Inner, c: usize) {
+    let cc = &s.classes[c];
     for m in [cc.loaded.replace(0), cc.prev.replace(0)] {
         if m == 0 {
             continue;
         }
         // SAFETY: the thread cache owned `m`; now the depot does.
         unsafe {
-            if inner.mag(m).count() > 0 {
+            let n = inner.mag(m).count();
+            if n > 0 {
+                s.bytes.set(s.bytes.get() - n * class_size(c));
                 inner.push_full(c, m);
             } else {
                 inner.push_empty(c, m);
             }
+        }
+    }
+}
+
+/// Called when a free took the slot over its budget: the freeing class's magazines go to the
+/// depot, and if that is not enough, every class's.
+#[cold]
+fn shed(s: &Slot, inner: &Inner, c: usize) {
+    flush_class(s, inner, c);
+    if s.bytes.get() > inner.thread_cache_budget() {
+        for c in 0..MAX_CLASSES {
+            flush_class(s, inner, c);
         }
     }
 }
@@ -201,9 +222,9 @@ fn tick(tc: &ThreadCache, s: &Slot, inner: &Inner, c: usize) {
 /// does not keep blocks it stopped needing), then gives decay its chance.
 #[cold]
 fn tick_slow(s: &Slot, inner: &Inner) {
-    for (c, cc) in s.classes.iter().enumerate() {
-        if !cc.used.replace(false) {
-            flush_class(inner, c, cc);
+    for c in 0..MAX_CLASSES {
+        if !s.classes[c].used.replace(false) {
+            flush_class(s, inner, c);
         }
     }
     inner.maintain();
@@ -216,15 +237,15 @@ pub fn alloc(inner: &Inner, c: usize) -> (*mut u8, bool) {
         .try_with(|tc| match slot(tc, inner) {
             Some(s) => {
                 tick(tc, s, inner, c);
-                let cc = &s.classes[c];
-                let m = cc.loaded.get();
+                let m = s.classes[c].loaded.get();
                 if m != 0 {
                     // SAFETY: the thread cache owns `loaded`.
                     if let Some(r) = unsafe { inner.mag(m).pop() } {
+                        s.bytes.set(s.bytes.get() - class_size(c));
                         return r;
                     }
                 }
-                alloc_slow(inner, cc, c)
+                alloc_slow(s, inner, c)
             }
             None => inner.alloc_direct(c),
         })
@@ -232,7 +253,20 @@ pub fn alloc(inner: &Inner, c: usize) -> (*mut u8, bool) {
 }
 
 #[cold]
-fn alloc_slow(inner: &Inner, cc: &ClassCache, c: usize) -> (*mut u8, bool) {
+fn alloc_slow(s: &Slot, inner: &Inner, c: usize) -> (*mut u8, bool) {
+    let cc = &s.classes[c];
+    let size = class_size(c);
+    // Takes the top block of a magazine this slot holds.
+    let take = |m: u32| {
+        // SAFETY: `m` is owned by this thread cache.
+        match unsafe { inner.mag(m).pop() } {
+            Some(r) => {
+                s.bytes.set(s.bytes.get() - size);
+                r
+            }
+            None => (ptr::null_mut(), false),
+        }
+    };
     let loaded = cc.loaded.get();
     let prev = cc.prev.get();
     // SAFETY (all blocks below): `loaded` and `prev` are owned by this thread cache; magazines
@@ -241,7 +275,7 @@ fn alloc_slow(inner: &Inner, cc: &ClassCache, c: usize) -> (*mut u8, bool) {
         if prev != 0 && inner.mag(prev).count() > 0 {
             cc.loaded.set(prev);
             cc.prev.set(loaded);
-            return inner.mag(prev).pop().unwrap_or((ptr::null_mut(), false));
+            return take(prev);
         }
         // Both magazines are empty or absent.
         let full = inner.pop_nonempty(c);
@@ -251,7 +285,8 @@ fn alloc_slow(inner: &Inner, cc: &ClassCache, c: usize) -> (*mut u8, bool) {
             }
             cc.prev.set(loaded);
             cc.loaded.set(full);
-            return inner.mag(full).pop().unwrap_or((ptr::null_mut(), false));
+            s.bytes.set(s.bytes.get() + inner.mag(full).count() * size);
+            return take(full);
         }
         // Nothing cached anywhere: carve fresh blocks into an empty magazine.
         let m = if loaded != 0 {
@@ -269,7 +304,8 @@ fn alloc_slow(inner: &Inner, cc: &ClassCache, c: usize) -> (*mut u8, bool) {
         if !inner.carve_into(c, m) {
             return (ptr::null_mut(), false);
         }
-        inner.mag(m).pop().unwrap_or((ptr::null_mut(), false))
+        s.bytes.set(s.bytes.get() + inner.mag(m).count() * size);
+        take(m)
     }
 }
 
@@ -282,15 +318,18 @@ pub unsafe fn free(inner: &Inner, c: usize, p: *mut u8) {
     let done = CACHE.try_with(|tc| match slot(tc, inner) {
         Some(s) => {
             tick(tc, s, inner, c);
-            let cc = &s.classes[c];
-            let m = cc.loaded.get();
+            let m = s.classes[c].loaded.get();
             // SAFETY: the thread cache owns `loaded`; there is room.
             unsafe {
                 if m != 0 && inner.mag(m).count() < magazine_cap(c) {
                     inner.mag(m).push(p);
+                    s.bytes.set(s.bytes.get() + class_size(c));
                 } else {
-                    free_slow(inner, cc, c, p);
+                    free_slow(s, inner, c, p);
                 }
+            }
+            if s.bytes.get() > inner.thread_cache_budget() {
+                shed(s, inner, c);
             }
             true
         }
@@ -303,7 +342,9 @@ pub unsafe fn free(inner: &Inner, c: usize, p: *mut u8) {
 }
 
 #[cold]
-unsafe fn free_slow(inner: &Inner, cc: &ClassCache, c: usize, p: *mut u8) {
+unsafe fn free_slow(s: &Slot, inner: &Inner, c: usize, p: *mut u8) {
+    let cc = &s.classes[c];
+    let size = class_size(c);
     let loaded = cc.loaded.get();
     let prev = cc.prev.get();
     let cap = magazine_cap(c);
@@ -313,6 +354,7 @@ unsafe fn free_slow(inner: &Inner, cc: &ClassCache, c: usize, p: *mut u8) {
             cc.loaded.set(prev);
             cc.prev.set(loaded);
             inner.mag(prev).push(p);
+            s.bytes.set(s.bytes.get() + size);
             return;
         }
         // Both magazines are full or absent.
@@ -322,11 +364,13 @@ unsafe fn free_slow(inner: &Inner, cc: &ClassCache, c: usize, p: *mut u8) {
             return;
         }
         if prev != 0 {
+            s.bytes.set(s.bytes.get() - inner.mag(prev).count() * size);
             inner.push_full(c, prev);
         }
         cc.prev.set(loaded);
         cc.loaded.set(e);
         inner.mag(e).push(p);
+        s.bytes.set(s.bytes.get() + size);
     }
 }
 

@@ -49,6 +49,21 @@ pub const fn class_of(size: usize) -> usize {
 /// The block size of class `c`, in bytes.
 #[inline]
 pub const fn class_size(c: usize) -> usize {
+    SIZES[c]
+}
+
+/// [`class_size`] for every class, computed at compile time.
+const SIZES: [usize; MAX_CLASSES] = {
+    let mut t = [0usize; MAX_CLASSES];
+    let mut c = 0;
+    while c < MAX_CLASSES {
+        t[c] = compute_size(c);
+        c += 1;
+    }
+    t
+};
+
+const fn compute_size(c: usize) -> usize {
     let pages = if c < 4 {
         c + 1
     } else {

@@ -203,6 +203,7 @@ pub struct Inner {
     nclasses: usize,
     retain: usize,
     decay_ns: u64,
+    thread_cache: usize,
     next_decay: AtomicU64,
     purged: AtomicU64,
     lost: AtomicU64,
@@ -216,6 +217,7 @@ pub struct Layout {
     pub span: usize,
     pub retain: usize,
     pub decay_ns: u64,
+    pub thread_cache: usize,
 }
 
 /// A snapshot of the pool's counters (see `LargePool::stats`).
@@ -291,10 +293,17 @@ impl Inner {
             ptr::addr_of_mut!((*inner).nclasses).write(nclasses);
             ptr::addr_of_mut!((*inner).retain).write(l.retain);
             ptr::addr_of_mut!((*inner).decay_ns).write(l.decay_ns);
+            ptr::addr_of_mut!((*inner).thread_cache).write(l.thread_cache);
             // Magazine index 0 means "none": start at 1.
             ptr::addr_of_mut!((*inner).mag_next).write(AtomicUsize::new(1));
         }
         inner
+    }
+
+    /// Bytes of blocks one thread may cache for this pool.
+    #[inline]
+    pub fn thread_cache_budget(&self) -> usize {
+        self.thread_cache
     }
 
     /// Adds a reference (a thread cache binding to the pool).
@@ -673,6 +682,7 @@ mod tests {
             span: 1 << 30,
             retain: 0,
             decay_ns: 1_000_000,
+            thread_cache: 4 << 20,
         });
         assert!(!p.is_null());
         // SAFETY: created above; never released (leaked for the test's duration).

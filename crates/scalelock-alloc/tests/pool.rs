@@ -372,3 +372,28 @@ fn a_thread_returns_blocks_of_a_class_it_stopped_using() {
         "idle class not flushed: {s:?}"
     );
 }
+
+#[test]
+fn a_thread_caches_no_more_than_its_budget() {
+    let budget = 1 << 20;
+    let pool = LargePool::with_config(std::alloc::System, Config::new().thread_cache_bytes(budget));
+    // SAFETY: non-zero sizes; each block freed once.
+    unsafe {
+        for size in [16 << 10, 64 << 10, 200 << 10, 700 << 10] {
+            let l = layout(size, 8);
+            let ps: Vec<_> = (0..40).map(|_| pool.alloc(l)).collect();
+            for p in ps {
+                pool.dealloc(p, l);
+            }
+        }
+    }
+    // Everything is free: what the depot does not hold is in this thread's cache.
+    let s = pool.stats();
+    let in_cache = s.carved_bytes - s.cached_bytes - s.clean_bytes;
+    // One magazine (at most 1 MiB) may come on top of the budget between two frees.
+    assert!(
+        in_cache <= budget + (1 << 20),
+        "thread cache holds {in_cache} bytes: {s:?}"
+    );
+    assert!(s.cached_bytes > 0, "{s:?}");
+}
