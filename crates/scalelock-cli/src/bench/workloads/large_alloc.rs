@@ -13,11 +13,13 @@
 //! Allocation latency is sampled.
 //!
 //! Allocators are explicit instances, not the global allocator: `system` (glibc), `mimalloc`,
-//! `jemalloc` (tikv-jemallocator) and `scalelock-pool` (a fresh `scalelock_alloc::LargePool`
-//! per point, over `System`). Beyond the common fields, each point prints on stderr its system
-//! CPU time per operation and how far the process's peak RSS during the point rose above its RSS
-//! at the start (allocators measured earlier keep what they retain, so the absolute peak would
-//! blame them on later ones). The harness has no per-measurement JSON fields yet.
+//! `jemalloc` (tikv-jemallocator) and `scalelock-pool` (one `scalelock_alloc::LargePool` over
+//! `System`, kept from point to point like the others' state).
+//!
+//! Beyond the common fields, each point prints on stderr its system CPU time per operation and
+//! how far the process's peak RSS during the point rose above its RSS at the start (allocators
+//! measured earlier keep what they retain, so the absolute peak would blame them on later ones).
+//! The harness has no per-measurement JSON fields yet.
 
 use super::{Point, Selection, Workload};
 use crate::bench::harness::{measure, Measurement, Trial};
@@ -80,15 +82,18 @@ impl Workload for LargeAlloc {
     }
 }
 
+/// One pool for every point, as the other allocators keep their state from point to point
+/// (a fresh pool per point would pay every page's first touch inside the measurement).
+static POOL: LargePool = LargePool::new();
+
 fn run_named(name: &str, trial: &Trial) -> Result<Measurement, String> {
     match name {
         "system" => run(name, &System, trial),
         "mimalloc" => run(name, &mimalloc::MiMalloc, trial),
         "jemalloc" => run(name, &tikv_jemallocator::Jemalloc, trial),
         "scalelock-pool" => {
-            let pool = LargePool::new();
-            let m = run(name, &pool, trial)?;
-            let s = pool.stats();
+            let m = run(name, &POOL, trial)?;
+            let s = POOL.stats();
             if s.lost_bytes != 0 {
                 return Err(format!("pool lost {} bytes", s.lost_bytes));
             }
