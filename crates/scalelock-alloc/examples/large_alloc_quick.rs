@@ -12,7 +12,10 @@
 //! to the next thread, which frees it (at most two batches in flight; a thread whose neighbour
 //! lags frees the batch itself). Reports the median of `--rounds` runs (allocators interleaved,
 //! so that machine noise hits all of them): operations per second, CPU time per operation (user +
-//! system, getrusage), system time per operation.
+//! system, getrusage), system time per operation, the cores the run actually got (CPU time per
+//! wall second: on a shared machine, less than the thread count), the speedup over the first
+//! thread count, and the CPU-bound speedup (thread ratio x CPU per operation at the first count /
+//! CPU per operation here: what the threads reach with a free core each).
 
 use scalelock_alloc::LargePool;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -202,8 +205,8 @@ fn main() {
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "{:<16} {:>7} {:>12} {:>12} {:>12} {:>10}",
-        "allocator", "threads", "ops/s", "cpu ns/op", "sys ns/op", "vs 1 thr"
+        "{:<16} {:>7} {:>10} {:>10} {:>10} {:>6} {:>9} {:>10}",
+        "allocator", "threads", "ops/s", "cpu ns/op", "sys ns/op", "cores", "vs 1 thr", "CPU-bound"
     );
     let mut table = vec![vec![Vec::new(); threads.len()]; names.len()];
     for _ in 0..rounds {
@@ -228,20 +231,29 @@ fn main() {
     let mut best_other = vec![0f64; threads.len()];
     let mut pool_ops = vec![0f64; threads.len()];
     for (i, row) in table.iter_mut().enumerate() {
-        let mut base = 0.0;
+        let mut base = Result {
+            ops_per_sec: 0.0,
+            cpu_ns_per_op: 0.0,
+            sys_ns_per_op: 0.0,
+        };
         for (j, cell) in row.iter_mut().enumerate() {
             let r = median(cell);
             if j == 0 {
-                base = r.ops_per_sec;
+                base = r.clone();
             }
+            // cores: CPU time the run got per second of wall time (the machine's share for us).
+            // CPU-bound: the speedup over one thread these threads would reach with a core
+            // each, from the CPU time an operation cost them.
             println!(
-                "{:<16} {:>7} {:>12.0} {:>12.0} {:>12.0} {:>9.2}x",
+                "{:<16} {:>7} {:>10.0} {:>10.0} {:>10.0} {:>6.2} {:>8.2}x {:>9.2}x",
                 names[i],
                 threads[j],
                 r.ops_per_sec,
                 r.cpu_ns_per_op,
                 r.sys_ns_per_op,
-                r.ops_per_sec / base
+                r.ops_per_sec * r.cpu_ns_per_op / 1e9,
+                r.ops_per_sec / base.ops_per_sec,
+                threads[j] as f64 / threads[0] as f64 * base.cpu_ns_per_op / r.cpu_ns_per_op
             );
             if i == 2 {
                 pool_ops[j] = r.ops_per_sec;
