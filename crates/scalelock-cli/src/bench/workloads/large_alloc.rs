@@ -16,10 +16,11 @@
 //! `jemalloc` (tikv-jemallocator) and `scalelock-pool` (one `scalelock_alloc::LargePool` over
 //! `System`, kept from point to point like the others' state).
 //!
-//! Beyond the common fields, each point prints on stderr its system CPU time per operation and
-//! how far the process's peak RSS during the point rose above its RSS at the start (allocators
-//! measured earlier keep what they retain, so the absolute peak would blame them on later ones).
-//! The harness has no per-measurement JSON fields yet.
+//! Beyond the common fields, each point measures its system CPU time per operation and how far
+//! the process's peak RSS during the point rose above its RSS at the start (allocators measured
+//! earlier keep what they retain, so the absolute peak would blame them on later ones). The
+//! harness has no per-measurement JSON fields yet, so these two are printed on stderr only with
+//! `SCALELOCK_BENCH_VERBOSE=1`, like the driver's own per-point lines.
 
 use super::{Point, Selection, Workload};
 use crate::bench::harness::{measure, Measurement, Trial};
@@ -254,10 +255,12 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
         ),
         _ => "unknown".to_string(),
     };
-    eprintln!(
-        "large-alloc {name} {n}t: system time {:.0} ns/op, peak RSS {growth}",
-        sys.as_nanos() as f64 / m.ops_all.max(ops) as f64,
-    );
+    if std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
+        eprintln!(
+            "large-alloc {name} {n}t: system time {:.0} ns/op, peak RSS {growth}",
+            sys.as_nanos() as f64 / m.ops_all.max(ops) as f64,
+        );
+    }
     Ok(m)
 }
 
