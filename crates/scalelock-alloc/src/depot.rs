@@ -266,7 +266,12 @@ impl Inner {
         let nclasses = hi - lo + 1;
         let header = core::mem::size_of::<Inner>().next_multiple_of(PAGE);
         let meta = header + MAX_MAGS * core::mem::size_of::<Magazine>();
-        let len = meta + nclasses * l.span;
+        let Some(len) = nclasses
+            .checked_mul(l.span)
+            .and_then(|r| r.checked_add(meta))
+        else {
+            return ptr::null();
+        };
         let base = os::reserve(len);
         if base.is_null() {
             return ptr::null();

@@ -397,3 +397,17 @@ fn a_thread_caches_no_more_than_its_budget() {
     );
     assert!(s.cached_bytes > 0, "{s:?}");
 }
+
+#[test]
+fn an_impossible_reservation_leaves_everything_to_the_backing_allocator() {
+    let pool = counting_pool(Config::new().class_span(1 << 62));
+    let l = layout(64 << 10, 8);
+    // SAFETY: non-zero size; freed once.
+    unsafe {
+        let p = pool.alloc(l);
+        assert!(!p.is_null());
+        assert!(!pool.owns(p));
+        pool.dealloc(p, l);
+    }
+    assert_eq!(pool.backing().get(), (1, 1));
+}
