@@ -58,6 +58,7 @@ use std::sync::Arc;
 
 mod adaptive_grid;
 mod large_alloc;
+mod lockstat_overhead;
 mod log_append;
 mod mutex_common;
 mod mutex_long;
@@ -79,6 +80,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(read_write::ReadWrite),
         Box::new(recursive_read::RecursiveRead),
         Box::new(log_append::LogAppend),
+        Box::new(lockstat_overhead::LockstatOverhead),
         Box::new(large_alloc::LargeAlloc),
     ]
 }
