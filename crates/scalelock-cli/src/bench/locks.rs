@@ -60,6 +60,9 @@ pub fn describe(lock: &str) -> &'static str {
         }
         "crossbeam-sharded" => "crossbeam_utils::sync::ShardedLock (one std RwLock per shard)",
         "tas" => "bare test-and-set spinlock: the physical floor",
+        "lockstat-off" => "scalelock::Mutex with lockstat compiled in, recording off (the default)",
+        "lockstat-on" => "scalelock::Mutex with lockstat recording on (stats::enable())",
+        "lock_api-bare" => "lock_api::Mutex over scalelock's RawMutex: no lockstat wrapper at all",
         _ => "",
     }
 }

@@ -104,7 +104,7 @@ fn select(opts: &Options) -> Result<Vec<Box<dyn workloads::Workload>>, String> {
     Ok(all
         .into_iter()
         .filter(|w| match &opts.workloads {
-            None => true,
+            None => w.in_default_sweep(),
             Some(ws) => ws.iter().any(|n| n == w.name()),
         })
         .collect())

@@ -83,6 +83,7 @@ mod adaptive_grid;
 mod large_alloc;
 mod lockstat_overhead;
 mod log_append;
+mod mariadb_sysbench;
 mod mutex_common;
 mod mutex_long;
 mod mutex_short;
@@ -105,6 +106,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(log_append::LogAppend),
         Box::new(lockstat_overhead::LockstatOverhead),
         Box::new(large_alloc::LargeAlloc),
+        Box::new(mariadb_sysbench::MariadbSysbench),
     ]
 }
 
@@ -120,6 +122,11 @@ pub trait Workload: Send + Sync {
     /// `<ours>-<variant>` family).
     fn ours(&self) -> &'static str {
         "scalelock"
+    }
+    /// Whether a bench run without `--workload` includes it (false for workloads that need
+    /// outside programs or take minutes, such as `mariadb-sysbench`).
+    fn in_default_sweep(&self) -> bool {
+        true
     }
     /// Why this workload cannot run on this machine, if it cannot (it is then skipped).
     fn unavailable(&self) -> Option<String> {
