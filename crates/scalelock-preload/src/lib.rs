@@ -87,6 +87,7 @@ macro_rules! entry_with_caller {
 
 pub mod cond;
 pub mod config;
+mod malloc;
 pub mod mutex;
 mod real;
 pub mod rwlock;

@@ -80,6 +80,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod adaptive_grid;
+mod large_alloc;
 mod lockstat_overhead;
 mod log_append;
 mod mariadb_sysbench;
@@ -104,6 +105,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(recursive_read::RecursiveRead),
         Box::new(log_append::LogAppend),
         Box::new(lockstat_overhead::LockstatOverhead),
+        Box::new(large_alloc::LargeAlloc),
         Box::new(mariadb_sysbench::MariadbSysbench),
     ]
 }
