@@ -48,6 +48,9 @@ pub struct Measurement {
     pub cpu: Duration,
     /// Sampled acquisition latencies in nanoseconds (measured window only).
     pub latency: Histogram<u64>,
+    /// Workload-specific figures of this measurement (e.g. system time, peak RSS), written into
+    /// the JSON record's `params` under these names.
+    pub extra: Vec<(&'static str, serde_json::Value)>,
 }
 
 const WARMUP: u8 = 0;
@@ -252,6 +255,7 @@ where
             elapsed,
             cpu: cpu1.saturating_sub(cpu0),
             latency,
+            extra: Vec::new(),
         }
     })
 }

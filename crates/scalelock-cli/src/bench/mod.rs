@@ -129,7 +129,13 @@ fn record(workload: &str, p: &workloads::Point, m: &harness::Measurement, cpus: 
         latency_samples: s.samples,
         cpu_utilization: m.cpu.as_secs_f64()
             / (m.elapsed.as_secs_f64() * p.threads.min(cpus).max(1) as f64).max(1e-9),
-        params: p.params.clone(),
+        params: {
+            let mut params = p.params.clone();
+            for (k, v) in &m.extra {
+                params.insert((*k).to_string(), v.clone());
+            }
+            params
+        },
     }
 }
 

@@ -200,6 +200,7 @@ mod tests {
             elapsed: Duration::from_millis(elapsed_ms),
             cpu: Duration::from_millis(cpu_ms),
             latency: h,
+            extra: Vec::new(),
         }
     }
 

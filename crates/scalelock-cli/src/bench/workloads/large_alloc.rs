@@ -18,9 +18,9 @@
 //!
 //! Beyond the common fields, each point measures its system CPU time per operation and how far
 //! the process's peak RSS during the point rose above its RSS at the start (allocators measured
-//! earlier keep what they retain, so the absolute peak would blame them on later ones). The
-//! harness has no per-measurement JSON fields yet, so these two are printed on stderr only with
-//! `SCALELOCK_BENCH_VERBOSE=1`, like the driver's own per-point lines.
+//! earlier keep what they retain, so the absolute peak would blame them on later ones). Both go
+//! into the JSON record's `params`: `sys_ns_per_op`, `peak_rss_growth_mib` (and
+//! `rss_at_start_mib`).
 
 use super::{Point, Selection, Workload};
 use crate::bench::harness::{measure, Measurement, Trial};
@@ -247,18 +247,22 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
         return Err(format!("{name}: {} allocations returned null", m.tally));
     }
     let ops = m.thread_ops.iter().sum::<u64>().max(1);
-    let growth = match (peak, rss0) {
-        (Some(p), Some(r)) => format!(
-            "+{} MiB over {} MiB at start",
-            p.saturating_sub(r) >> 10,
-            r >> 10
-        ),
-        _ => "unknown".to_string(),
-    };
+    let sys_ns_per_op = sys.as_nanos() as f64 / m.ops_all.max(ops) as f64;
+    let mut m = m;
+    m.extra
+        .push(("sys_ns_per_op", serde_json::json!(sys_ns_per_op)));
+    if let (Some(p), Some(r)) = (peak, rss0) {
+        m.extra.push((
+            "peak_rss_growth_mib",
+            serde_json::json!(p.saturating_sub(r) >> 10),
+        ));
+        m.extra
+            .push(("rss_at_start_mib", serde_json::json!(r >> 10)));
+    }
     if std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
         eprintln!(
-            "large-alloc {name} {n}t: system time {:.0} ns/op, peak RSS {growth}",
-            sys.as_nanos() as f64 / m.ops_all.max(ops) as f64,
+            "large-alloc {name} {n}t: system time {sys_ns_per_op:.0} ns/op, params {:?}",
+            m.extra
         );
     }
     Ok(m)

@@ -258,6 +258,7 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
         elapsed,
         cpu: Duration::ZERO,
         latency,
+        extra: Vec::new(),
     })
 }
 
