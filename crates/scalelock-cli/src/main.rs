@@ -10,7 +10,7 @@
 mod bench;
 mod launch;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -53,8 +53,7 @@ enum Command {
 
 #[derive(clap::Args, Debug)]
 struct BenchArgs {
-    /// Workloads to run, comma-separated (default: all). `--workload list` is not special: an
-    /// unknown name prints the choices.
+    /// Workloads to run, comma-separated (default: all; listed below).
     #[arg(
         long = "workload",
         alias = "workloads",
@@ -62,7 +61,7 @@ struct BenchArgs {
         value_name = "W,.."
     )]
     workloads: Option<Vec<String>>,
-    /// Locks to compare, comma-separated (default: all).
+    /// Locks to compare, comma-separated (default: all; listed below).
     #[arg(
         long = "locks",
         alias = "lock",
@@ -74,7 +73,8 @@ struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,..", value_parser = parse_threads,
           allow_hyphen_values = true)]
     threads: Option<Vec<usize>>,
-    /// Measured milliseconds per point (default 200; --quick 40).
+    /// Measured milliseconds per point, split over 2 rounds whose best is reported (default
+    /// 200; --quick 40).
     #[arg(long, value_name = "N", value_parser = parse_duration_ms, allow_hyphen_values = true)]
     duration_ms: Option<u64>,
     /// Write the results as JSON.
@@ -113,8 +113,26 @@ fn parse_duration_ms(s: &str) -> Result<u64, String> {
     }
 }
 
+/// The workloads and lock names, for `scalelock bench --help`.
+fn bench_after_help() -> String {
+    let all = bench::workloads::all();
+    let mut text = String::from("Workloads:\n");
+    for w in &all {
+        text.push_str(&format!("  {}\n", w.name()));
+    }
+    text.push_str("\nLocks:\n");
+    for l in bench::workloads::known_columns(&all) {
+        text.push_str(&format!("  {l:<18} {}\n", bench::locks::describe(l)));
+    }
+    text
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let command = Cli::command().mut_subcommand("bench", |c| c.after_help(bench_after_help()));
+    let cli = match Cli::from_arg_matches(&command.get_matches()) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     match cli.command {
         Command::Bench(a) => {
             let opts = bench::Options {
@@ -147,11 +165,26 @@ fn main() -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::CommandFactory;
 
     #[test]
     fn command_line_is_well_formed() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn bench_help_lists_every_workload_and_lock() {
+        let text = bench_after_help();
+        for w in ["uncontended", "adaptive-grid", "log-append"] {
+            assert!(text.contains(w), "{text}");
+        }
+        for l in [
+            "scalelock-biased",
+            "pthread-adaptive",
+            "crossbeam-sharded",
+            "tas",
+        ] {
+            assert!(text.contains(l), "{text}");
+        }
     }
 
     #[test]

@@ -109,7 +109,15 @@ fn quick_bench_writes_json_csv_and_a_report_with_an_svg_per_workload() {
         ),
         (
             "read-mostly",
-            &["std", "parking_lot", "spin", "pthread", "crossbeam-sharded"][..],
+            &[
+                "scalelock",
+                "scalelock-biased",
+                "std",
+                "parking_lot",
+                "spin",
+                "pthread",
+                "crossbeam-sharded",
+            ][..],
         ),
     ] {
         for l in locks {

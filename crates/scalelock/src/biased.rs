@@ -17,12 +17,17 @@
 //! waits until no slot of the table names this lock: those readers entered before the revocation
 //! and finish their read sections. The writer's price is bounded: one scan of one row per CPU
 //! (not per thread; 2 rows on a 2-core machine, 32 KB at most), plus waiting for the readers that
-//! were already inside. Revocation is what makes writes expensive, so the bias then stays off for
-//! a while: BRAVO's rule, `9 x` the measured revocation time, so revocation costs at most about a
-//! tenth of the time. When the bias keeps getting revoked soon after it came back (writes are
-//! frequent), that back-off doubles each time (up to `2^10 x 9 x`): the lock then behaves as the
-//! plain [`RawRwLock`] plus one predictable load, which is how it stays within a few percent of
-//! it. A reader on the slow path turns the bias back on once the back-off has passed.
+//! were already inside. Revocation is what makes writes expensive, so BRAVO keeps the bias off
+//! for `9 x` the measured revocation time afterwards, which caps the writers' overhead near a
+//! tenth. On a fast machine that rule keeps the bias off most of the time at one write per
+//! thousand reads (a ~1 us revocation every ~15 us), and the readers then pay for a shared cache
+//! line on every read. scalelock asks instead whether the bias *paid*: it did if it lived at
+//! least `8 x` the revocation time (so revocations take under a ninth of the time); then it
+//! comes back at once. Otherwise it stays off for a back-off window, `2 x` the revocation time
+//! doubled for each unpaid revocation in a row (up to `2^10`): as writes get frequent, the bias
+//! fades out and the lock behaves as the plain [`RawRwLock`] plus one predictable load, which is
+//! how it stays within a few percent of it. A reader on the slow path turns the bias back on once
+//! the window has passed (it looks at the clock once every 16 slow reads).
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
 //! and a writer that locks all eight), the lock object here is one cache line and the table is
@@ -34,7 +39,7 @@
 //! ```text
 //!  RawBiasedRwLock (one 64-byte line)          visible-readers table (static, one row per CPU)
 //!  +-------------------------------------+     row 0: [slot 0 .. slot 15]  128-byte aligned
-//!  | rbias         1: readers may defer  |     row 1: [slot 0 .. slot 15]
+//!  | rbias         BIASED/REVOKING/OFF   |     row 1: [slot 0 .. slot 15]
 //!  | drain         bit 0: a writer sleeps|     ...
 //!  |               bits 1..: sequence    |     slot = address of the lock a reader holds, or 0
 //!  | inhibit_until no re-bias before (ns)|
@@ -44,27 +49,39 @@
 //!  | lock          RawRwLock (12 bytes)  |
 //!  +-------------------------------------+
 //!
-//!  reader, bias on:  slot: 0 -> L (CAS, own CPU's row);  SC;  rbias still 1? enter : withdraw
-//!  reader, bias off: lock.lock_shared(); if the back-off has passed: rbias 0 -> 1
-//!  reader unlock:    deferred? slot: L -> 0; SC; rbias 0 (a revocation)? bump drain, wake
+//!  reader, BIASED:   slot: 0 -> L (CAS, own CPU's row); SC; still BIASED? enter : withdraw
+//!  reader, not:      lock.lock_shared(); if the back-off has passed and no writer waits:
+//!                    rbias -> BIASED
+//!  reader unlock:    deferred? slot: L -> 0 (plain store); not BIASED? bump drain, wake
 //!                    else lock.unlock_shared()
-//!  writer:           lock.lock_exclusive(); if rbias: rbias 1 -> 0; SC; wait until no slot
-//!                    names L (spin, then sleep on `drain`); inhibit_until = now + backoff
+//!  writer:           if the underlying lock is busy: BIASED -> REVOKING (stop new deferred
+//!                    readers while waiting), lock.lock_exclusive(); then unless OFF:
+//!                    rbias -> OFF; SC; wait until no slot names L (spin, then timed naps on
+//!                    `drain`); inhibit_until = now + back-off
 //!  writer unlock:    lock.unlock_exclusive()
 //! ```
 //!
 //! The two "SC" points pair as in Dekker's algorithm: a reader publishes its slot and then
 //! reads `rbias`, a writer clears `rbias` and then reads the slots, so either the writer sees the
-//! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). A reader
-//! that withdraws, or leaves while a revocation may be waiting, bumps `drain` and wakes the
-//! writer if it announced that it sleeps. Invariant: while `rbias` is 0 and no revocation is in
-//! progress, no reader is inside through a slot, so a writer that finds the bias off needs no
-//! scan. A thread that already holds a deferred read lock on `L` and reads it again only bumps its
-//! nesting count: nested reads never wait (not even behind a revoking writer, who waits for that
-//! very thread), so `read` and `read_recursive` are both safe to nest here while the lock is
-//! biased.
+//! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). Leaving is
+//! one plain store to the reader's own slot; a reader that withdraws, or leaves and sees a
+//! revocation under way, bumps `drain` and wakes the writer if it announced a nap. The writer's
+//! naps are timed, so a reader that misses the revocation costs it latency, never progress.
+//!
+//! Invariant: while `rbias` is OFF and no revocation is in progress, no reader is inside through
+//! a slot, so a writer that finds it OFF needs no scan. `rbias` becomes OFF only under the
+//! underlying write lock, and BIASED from OFF only under an underlying read lock; REVOKING (set
+//! by a waiting writer, undone by a timed writer that gives up) only stops new deferred readers
+//! and changes nothing about who may be inside.
+//!
+//! Nesting: a thread that already holds a deferred read lock on `L` and reads it again only
+//! bumps its nesting count, so that nested read never waits, not even behind a revoking writer
+//! (who waits for that very thread). A nested plain `read` whose outer read went to the
+//! underlying lock (bias off) is the classic deadlock behind a waiting writer, and debug builds
+//! panic on it as [`RwLock`](crate::RwLock) does: nest with `read_recursive`.
 
 use crate::rwlock::RawRwLock;
+use crate::stats;
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Spinner};
 use core::cell::Cell;
@@ -75,15 +92,27 @@ const SLOTS: usize = if cfg!(loom) { 2 } else { 16 };
 const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
 /// Deferred read locks one thread can hold at once (more take the slow path).
 const HELD: usize = 8;
-/// BRAVO's multiplier: the bias stays off for this many times the last revocation's cost.
-const INHIBIT_FACTOR: u64 = 9;
-/// The largest back-off exponent: the bias stays off at most `2^10 x 9 x` the revocation cost.
+/// A back-off window is this many times the last revocation's cost, times `2^backoff`.
+const INHIBIT_FACTOR: u64 = 2;
+/// A bias that lived fewer than this many revocation costs did not pay for its revocation.
+const PAYOFF_FACTOR: u64 = 8;
+/// The largest back-off exponent: the bias stays off at most `2^10 x 2 x` the revocation cost.
 const MAX_BACKOFF: u32 = 10;
-/// A bias that lived fewer than this many revocation costs before the next revocation did not
-/// pay for itself: the back-off grows.
-const PAYOFF_FACTOR: u64 = 64;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
 const CLOCK_EVERY: u32 = 16;
+
+/// `rbias`: readers may enter through the visible-readers table.
+const BIASED: u32 = 1;
+/// `rbias`: off, and no reader is inside through the table (unless the holder of the underlying
+/// write lock is revoking right now).
+const OFF: u32 = 0;
+/// `rbias`: off, but readers may still be inside through the table: a writer waiting for the
+/// underlying lock stopped new deferred readers early; it scans once it holds the lock.
+const REVOKING: u32 = 2;
+
+/// First and longest timed nap of a writer waiting for deferred readers to leave.
+const NAP_MIN_NS: u64 = 50_000;
+const NAP_MAX_NS: u64 = 1_000_000;
 
 const DRAIN_SLEEPING: u32 = 1;
 const DRAIN_STEP: u32 = 2;
@@ -130,7 +159,7 @@ impl RawBiasedRwLock {
     #[cfg(not(loom))]
     pub const fn new() -> RawBiasedRwLock {
         RawBiasedRwLock {
-            rbias: AtomicU32::new(1),
+            rbias: AtomicU32::new(BIASED),
             drain: AtomicU32::new(0),
             inhibit_until: AtomicU64::new(0),
             enabled_at: AtomicU64::new(0),
@@ -144,7 +173,7 @@ impl RawBiasedRwLock {
     #[cfg(loom)]
     pub fn new() -> RawBiasedRwLock {
         RawBiasedRwLock {
-            rbias: AtomicU32::new(1),
+            rbias: AtomicU32::new(BIASED),
             drain: AtomicU32::new(0),
             inhibit_until: AtomicU64::new(0),
             enabled_at: AtomicU64::new(0),
@@ -157,6 +186,13 @@ impl RawBiasedRwLock {
     #[inline]
     fn key(&self) -> usize {
         self as *const RawBiasedRwLock as usize
+    }
+
+    /// Lockstat: the address this lock's statistics are kept under (its underlying
+    /// [`RawRwLock`]'s, whose contended paths record there too).
+    #[inline]
+    pub(crate) fn stats_key(&self) -> usize {
+        self.lock.stats_key()
     }
 
     // -----------------------------------------------------------------------------------------
@@ -243,7 +279,7 @@ impl RawBiasedRwLock {
     pub unsafe fn unlock_shared(&self) {
         let key = self.key();
         match held::release(key) {
-            Some(Some(slot)) => self.release_slot(table::slot(slot)),
+            Some(Some(slot)) => self.leave_slot(table::slot(slot)),
             Some(None) => {} // a nested deferred read: the outer one keeps the slot
             None => {
                 // SAFETY: the caller holds a read lock and it is not a deferred one, so it is a
@@ -259,12 +295,12 @@ impl RawBiasedRwLock {
     #[inline]
     fn try_deferred(&self) -> bool {
         let key = self.key();
-        match held::nest(key) {
+        let entry = match held::nest(key) {
             held::Nest::Nested => return true,
             held::Nest::Full => return false,
-            held::Nest::Free => {}
-        }
-        if self.rbias.load(Ordering::Relaxed) == 0 {
+            held::Nest::Free(entry) => entry,
+        };
+        if self.rbias.load(Ordering::Relaxed) != BIASED {
             return false;
         }
         let row = table::my_row();
@@ -287,25 +323,28 @@ impl RawBiasedRwLock {
                 sc_fence();
                 // Acquire (SeqCst): the reader that turned the bias on held the underlying read
                 // lock, after the last writer's release; that orders us after that writer.
-                if self.rbias.load(Ordering::SeqCst) != 0 {
-                    held::record(key, id);
+                if self.rbias.load(Ordering::SeqCst) == BIASED {
+                    held::record(entry, key, id);
                     return true;
                 }
-                // A writer revoked the bias meanwhile: withdraw (it may be waiting for us).
-                self.release_slot(slot);
+                // A writer revoked the bias meanwhile: withdraw, and wake it (it may be waiting
+                // for this slot).
+                slot.store(0, Ordering::Release);
+                self.wake_revoker();
                 return false;
             }
         }
         false
     }
 
-    /// Clears a deferred reader's slot; wakes a revoking writer that may wait for it.
+    /// A deferred reader leaves: one plain store to its own slot. If a revocation is under way
+    /// it also wakes the writer; that wake-up is best effort (a Relaxed look at the bias), since
+    /// the writer's sleep is a timed nap that re-checks the slots anyway.
     #[inline]
-    fn release_slot(&self, slot: &AtomicUsize) {
-        // SeqCst store then SeqCst load: the reader's side of the Dekker pair with `revoke`.
-        slot.store(0, Ordering::SeqCst);
-        sc_fence();
-        if self.rbias.load(Ordering::SeqCst) == 0 {
+    fn leave_slot(&self, slot: &AtomicUsize) {
+        // Release: the read section happens before the writer that sees the slot empty.
+        slot.store(0, Ordering::Release);
+        if self.rbias.load(Ordering::Relaxed) != BIASED {
             self.wake_revoker();
         }
     }
@@ -325,7 +364,7 @@ impl RawBiasedRwLock {
     /// writer will see the bias (its lock acquisition follows our unlock).
     #[inline]
     fn maybe_rebias(&self) {
-        if self.rbias.load(Ordering::Relaxed) == 0 && held::clock_due() {
+        if self.rbias.load(Ordering::Relaxed) == OFF && held::clock_due() {
             self.rebias_slow();
         }
     }
@@ -334,11 +373,18 @@ impl RawBiasedRwLock {
     fn rebias_slow(&self) {
         let now = now_ns();
         // (Under loom the clock stands still: re-enable at once, to explore re-biasing.)
-        if cfg!(loom) || now >= self.inhibit_until.load(Ordering::Relaxed) {
+        // Not while a writer waits (REVOKING, or WRITERS_WAITING below): it would only have to
+        // revoke again, and deferred readers, who never sleep, would keep the CPUs from the
+        // threads it waits for.
+        if (cfg!(loom) || now >= self.inhibit_until.load(Ordering::Relaxed))
+            && !self.lock.writers_waiting()
+        {
             self.enabled_at.store(now, Ordering::Relaxed);
             // Release: a reader that sees the bias on is ordered after our read lock's acquire,
-            // hence after the last writer.
-            self.rbias.store(1, Ordering::Release);
+            // hence after the last writer. A CAS from OFF: a waiting writer's REVOKING stays.
+            let _ = self
+                .rbias
+                .compare_exchange(OFF, BIASED, Ordering::Release, Ordering::Relaxed);
         }
     }
 
@@ -350,9 +396,37 @@ impl RawBiasedRwLock {
     /// waits for the deferred readers to leave.
     #[inline]
     pub fn lock_exclusive(&self) {
-        self.lock.lock_exclusive();
-        if self.rbias.load(Ordering::Relaxed) != 0 {
+        // With the bias off (writes are frequent) this is the plain lock's write path plus one
+        // load; with it on, a writer that must wait stops new deferred readers first.
+        let taken = self.rbias.load(Ordering::Relaxed) != OFF && self.lock.try_lock_exclusive();
+        if !taken {
+            self.stop_deferring();
+            self.lock.lock_exclusive();
+        }
+        if self.rbias.load(Ordering::Relaxed) != OFF {
             self.revoke(None);
+        }
+    }
+
+    /// A timed writer that stopped deferred readers and gave up lets them back in (unless the
+    /// holder of the underlying write lock has turned the bias OFF meanwhile: the CAS fails).
+    #[cold]
+    fn resume_deferring(&self) {
+        let _ = self
+            .rbias
+            .compare_exchange(REVOKING, BIASED, Ordering::Release, Ordering::Relaxed);
+    }
+
+    /// A writer about to wait for the underlying lock turns the bias off early (`REVOKING`):
+    /// new readers then queue on the underlying lock behind it, instead of entering through the
+    /// table and keeping the CPUs from the readers it waits for. The revocation proper (and the
+    /// scan) happens once it holds the underlying lock.
+    #[inline]
+    fn stop_deferring(&self) {
+        if self.rbias.load(Ordering::Relaxed) == BIASED {
+            let _ =
+                self.rbias
+                    .compare_exchange(BIASED, REVOKING, Ordering::Relaxed, Ordering::Relaxed);
         }
     }
 
@@ -362,7 +436,7 @@ impl RawBiasedRwLock {
         if !self.lock.try_lock_exclusive() {
             return false;
         }
-        if self.rbias.load(Ordering::Relaxed) != 0
+        if self.rbias.load(Ordering::Relaxed) != OFF
             && !self.revoke(Some(&Deadline::after(core::time::Duration::ZERO)))
         {
             // SAFETY: taken just above.
@@ -375,10 +449,14 @@ impl RawBiasedRwLock {
     /// Takes the write lock, giving up at `deadline`.
     #[inline]
     pub fn try_lock_exclusive_until(&self, deadline: &Deadline) -> bool {
-        if !self.lock.try_lock_exclusive_until(deadline) {
-            return false;
+        if !self.lock.try_lock_exclusive() {
+            self.stop_deferring();
+            if !self.lock.try_lock_exclusive_until(deadline) {
+                self.resume_deferring();
+                return false;
+            }
         }
-        if self.rbias.load(Ordering::Relaxed) != 0 && !self.revoke(Some(deadline)) {
+        if self.rbias.load(Ordering::Relaxed) != OFF && !self.revoke(Some(deadline)) {
             // SAFETY: taken just above.
             unsafe { self.lock.unlock_exclusive() };
             return false;
@@ -446,9 +524,12 @@ impl RawBiasedRwLock {
     /// The calling context must hold an upgradable read lock.
     #[inline]
     pub unsafe fn upgrade(&self) {
-        // SAFETY: forwarded contract.
-        unsafe { self.lock.upgrade() };
-        if self.rbias.load(Ordering::Relaxed) != 0 {
+        // SAFETY (both): forwarded contract.
+        if !unsafe { self.lock.try_upgrade() } {
+            self.stop_deferring();
+            unsafe { self.lock.upgrade() };
+        }
+        if self.rbias.load(Ordering::Relaxed) != OFF {
             self.revoke(None);
         }
     }
@@ -473,17 +554,20 @@ impl RawBiasedRwLock {
         unsafe { self.try_upgrade_inner(deadline, false) }
     }
 
+    /// # Safety
+    /// The calling context must hold an upgradable read lock.
     unsafe fn try_upgrade_inner(&self, deadline: &Deadline, immediate: bool) -> bool {
-        // SAFETY (both calls): the caller holds the upgradable lock.
         let upgraded = if immediate {
+            // SAFETY: the caller holds the upgradable lock (this function's contract).
             unsafe { self.lock.try_upgrade() }
         } else {
+            // SAFETY: as above.
             unsafe { self.lock.try_upgrade_until(deadline) }
         };
         if !upgraded {
             return false;
         }
-        if self.rbias.load(Ordering::Relaxed) != 0 && !self.revoke(Some(deadline)) {
+        if self.rbias.load(Ordering::Relaxed) != OFF && !self.revoke(Some(deadline)) {
             // SAFETY: upgraded just above; going back keeps the caller's upgradable lock.
             unsafe { self.lock.downgrade_to_upgradable() };
             return false;
@@ -518,7 +602,7 @@ impl RawBiasedRwLock {
     /// Whether the read bias is currently on (a racy snapshot).
     #[inline]
     pub fn is_biased(&self) -> bool {
-        self.rbias.load(Ordering::Relaxed) != 0
+        self.rbias.load(Ordering::Relaxed) == BIASED
     }
 
     /// Whether the write lock is held (a racy snapshot).
@@ -544,7 +628,7 @@ impl RawBiasedRwLock {
         let key = self.key();
         let start = now_ns();
         // SeqCst store then SeqCst loads: the writer's side of the Dekker pair.
-        self.rbias.store(0, Ordering::SeqCst);
+        self.rbias.store(OFF, Ordering::SeqCst);
         sc_fence();
         let mut drained = true;
         'scan: for id in 0..table::rows() * SLOTS {
@@ -560,40 +644,56 @@ impl RawBiasedRwLock {
         if !drained {
             // We still hold the underlying write lock: nobody else can revoke or re-enable; the
             // readers still inside keep the bias's invariant valid once it is back on.
-            self.rbias.store(1, Ordering::Release);
+            self.rbias.store(BIASED, Ordering::Release);
             return false;
         }
         let end = now_ns();
         let cost = end.saturating_sub(start).max(1);
         let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
+        // Did the bias pay? Not if it lived less than PAYOFF_FACTOR revocation costs
+        // (revocations would eat over a ninth of the time: writes are frequent). Then the bias
+        // stays off for a back-off window that doubles with each such revocation, so it fades
+        // out; after a bias that paid, the next slow reader may re-enable it at once.
+        let previous = self.backoff.load(Ordering::Relaxed);
         let backoff = if lived < cost.saturating_mul(PAYOFF_FACTOR) {
-            (self.backoff.load(Ordering::Relaxed) + 1).min(MAX_BACKOFF)
+            (previous + 1).min(MAX_BACKOFF)
         } else {
             0
         };
         self.backoff.store(backoff, Ordering::Relaxed);
-        let inhibit = cost.saturating_mul(INHIBIT_FACTOR) << backoff;
+        let inhibit = if backoff == 0 {
+            0
+        } else {
+            cost.saturating_mul(INHIBIT_FACTOR) << backoff
+        };
         self.inhibit_until
             .store(end.saturating_add(inhibit), Ordering::Relaxed);
         true
     }
 
-    /// Waits until `slot` no longer names this lock: spins, then sleeps on `drain`.
+    /// Waits until `slot` no longer names this lock: spins, then naps on `drain`. Readers that
+    /// leave or withdraw during a revocation bump `drain` and wake the writer if it announced a
+    /// nap, but a leaving reader only looks at the bias with a Relaxed load (its unlock stays
+    /// two plain memory operations), so it may miss the revocation: the nap is therefore timed
+    /// (50 us, doubling up to 1 ms) and the slots are re-checked after it. Correctness never
+    /// depends on a wake-up, only the writer's latency does.
     fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
         // Deferred readers leave after a read section: spin about as long as that has been
-        // paying on this lock, then sleep.
+        // paying on this lock, then nap.
         let mut spinner = Spinner::new(self.spin.budget());
+        let mut rec = stats::Recorder::begin(); // lockstat: a writer waits for readers to drain
         let mut learned = false;
+        let mut nap_ns = NAP_MIN_NS;
         loop {
             if slot.load(Ordering::Acquire) != key {
                 if !learned && spinner.has_spun() {
                     self.spin.record(true, spinner.spent_ns());
                 }
-                return true;
+                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
             }
             if let Some(d) = deadline {
                 if d.has_passed() {
-                    return false;
+                    return rec.done_waited(self.stats_key(), false, spinner.spent_ns());
                 }
             }
             if spinner.spin() {
@@ -603,18 +703,29 @@ impl RawBiasedRwLock {
                 self.spin.record(false, 0);
                 learned = true;
             }
-            // Announce that we sleep, then re-check: a reader that clears its slot after our
-            // announcement sees DRAIN_SLEEPING and wakes us; one that cleared it before changed
-            // `drain` (Release), which our Acquire RMW sees along with its slot store.
             let d = self.drain.fetch_or(DRAIN_SLEEPING, Ordering::Acquire) | DRAIN_SLEEPING;
             if slot.load(Ordering::Acquire) != key {
-                return true;
+                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
             }
-            if !futex::wait(&self.drain, d, deadline) {
-                return slot.load(Ordering::Acquire) != key;
-            }
+            let nap = Deadline::after(core::time::Duration::from_nanos(nap_ns));
+            let until = match deadline {
+                Some(d) if earlier(d, &nap) => d,
+                _ => &nap,
+            };
+            rec.sleep();
+            futex::wait(&self.drain, d, Some(until));
+            nap_ns = (nap_ns * 2).min(NAP_MAX_NS);
+            // Under loom a timed wait returns at once: let the reader run.
+            #[cfg(loom)]
+            loom::thread::yield_now();
         }
     }
+}
+
+/// Whether deadline `a` comes before `b` (different clocks: assume not).
+fn earlier(a: &Deadline, b: &Deadline) -> bool {
+    let (ta, tb) = (a.as_timespec(), b.as_timespec());
+    a.clock() == b.clock() && (ta.tv_sec, ta.tv_nsec) < (tb.tv_sec, tb.tv_nsec)
 }
 
 /// Under loom, SeqCst accesses are modelled as AcqRel only; a SeqCst fence restores the
@@ -626,7 +737,6 @@ fn sc_fence() {
     loom::sync::atomic::fence(Ordering::SeqCst);
 }
 
-#[cfg(not(loom))]
 impl Default for RawBiasedRwLock {
     fn default() -> RawBiasedRwLock {
         RawBiasedRwLock::new()
@@ -703,7 +813,8 @@ mod table {
     const ROWS: usize = 2;
 
     loom::lazy_static! {
-        static ref TABLE: Vec<AtomicUsize> = (0..ROWS * SLOTS).map(|_| AtomicUsize::new(0)).collect();
+        static ref TABLE: Vec<AtomicUsize> =
+            (0..ROWS * SLOTS).map(|_| AtomicUsize::new(0)).collect();
         static ref NEXT_ROW: AtomicUsize = AtomicUsize::new(0);
     }
 
@@ -738,6 +849,8 @@ mod held {
         key: [Cell<usize>; HELD],
         slot: [Cell<usize>; HELD],
         depth: [Cell<u32>; HELD],
+        /// Entries in use: lets the common cases (none held) skip the scan.
+        used: Cell<u32>,
         clock: Cell<u32>,
     }
 
@@ -747,6 +860,7 @@ mod held {
                 key: [const { Cell::new(0) }; HELD],
                 slot: [const { Cell::new(0) }; HELD],
                 depth: [const { Cell::new(0) }; HELD],
+                used: Cell::new(0),
                 clock: Cell::new(0),
             }
         }
@@ -778,8 +892,8 @@ mod held {
         Nested,
         /// No room to record another deferred read lock (or thread-locals are gone).
         Full,
-        /// Not held, and there is room.
-        Free,
+        /// Not held; this entry is free to record it.
+        Free(usize),
     }
 
     /// Nests into a deferred read lock this thread holds on `key`, or says whether a new one
@@ -787,33 +901,34 @@ mod held {
     #[inline]
     pub(super) fn nest(key: usize) -> Nest {
         with(|h| {
-            let mut free = false;
+            if h.used.get() == 0 {
+                return Nest::Free(0);
+            }
+            let mut free = None;
             for i in 0..HELD {
                 let k = h.key[i].get();
                 if k == key {
                     h.depth[i].set(h.depth[i].get() + 1);
                     return Nest::Nested;
                 }
-                free |= k == 0;
+                if k == 0 && free.is_none() {
+                    free = Some(i);
+                }
             }
-            if free {
-                Nest::Free
-            } else {
-                Nest::Full
-            }
+            free.map_or(Nest::Full, Nest::Free)
         })
         .unwrap_or(Nest::Full)
     }
 
-    /// Records a new deferred read lock on `key` in slot `slot` (room was checked by `nest`).
+    /// Records a new deferred read lock on `key` in slot `slot`, in the free `entry` that
+    /// `nest` found.
     #[inline]
-    pub(super) fn record(key: usize, slot: usize) {
+    pub(super) fn record(entry: usize, key: usize, slot: usize) {
         with(|h| {
-            if let Some(i) = (0..HELD).find(|&i| h.key[i].get() == 0) {
-                h.key[i].set(key);
-                h.slot[i].set(slot);
-                h.depth[i].set(1);
-            }
+            h.key[entry].set(key);
+            h.slot[entry].set(slot);
+            h.depth[entry].set(1);
+            h.used.set(h.used.get() + 1);
         });
     }
 
@@ -823,11 +938,15 @@ mod held {
     #[inline]
     pub(super) fn release(key: usize) -> Option<Option<usize>> {
         with(|h| {
+            if h.used.get() == 0 {
+                return None;
+            }
             let i = (0..HELD).find(|&i| h.key[i].get() == key)?;
             let depth = h.depth[i].get() - 1;
             h.depth[i].set(depth);
             if depth == 0 {
                 h.key[i].set(0);
+                h.used.set(h.used.get() - 1);
                 Some(Some(h.slot[i].get()))
             } else {
                 Some(None)
@@ -1047,31 +1166,7 @@ mod api {
     }
 }
 
-/// A reader-biased reader-writer lock protecting a `T`, built on [`RawBiasedRwLock`]: readers on
-/// different cores write no common cache line while writes are rare; writers pay for revoking
-/// the bias. The same guard API as [`RwLock`](crate::RwLock) (no fair-unlock methods).
-///
-/// ```
-/// use scalelock::BiasedRwLock;
-/// use std::sync::Arc;
-///
-/// let config = Arc::new(BiasedRwLock::new(String::from("v1")));
-/// let readers: Vec<_> = (0..4)
-///     .map(|_| {
-///         let c = Arc::clone(&config);
-///         std::thread::spawn(move || (0..1000).filter(|_| c.read().starts_with('v')).count())
-///     })
-///     .collect();
-/// *config.write() = String::from("v2");
-/// for r in readers {
-///     assert_eq!(r.join().unwrap(), 1000);
-/// }
-/// assert_eq!(*config.read(), "v2");
-/// ```
-#[cfg(not(loom))]
-pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
-
-/// The guard of a read lock on a [`BiasedRwLock`].
+/// The guard of a read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// let lock = scalelock::BiasedRwLock::new(1);
@@ -1082,7 +1177,7 @@ pub type BiasedRwLock<T> = lock_api::RwLock<RawBiasedRwLock, T>;
 #[cfg(not(loom))]
 pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedRwLock, T>;
 
-/// The guard of the write lock on a [`BiasedRwLock`].
+/// The guard of the write lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// let lock = scalelock::BiasedRwLock::new(1);
@@ -1094,7 +1189,7 @@ pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedR
 #[cfg(not(loom))]
 pub type BiasedRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawBiasedRwLock, T>;
 
-/// The guard of an upgradable read lock on a [`BiasedRwLock`].
+/// The guard of an upgradable read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
 ///
 /// ```
 /// use scalelock::{BiasedRwLock, BiasedRwLockUpgradableReadGuard};

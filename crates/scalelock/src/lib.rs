@@ -5,7 +5,14 @@
 //! - [`Mutex`]: spins exactly as long as spinning has been paying on *this* lock, then sleeps on a
 //!   futex; hands off to a waiter that has waited over a millisecond, so tail latency stays bounded
 //!   when threads outnumber cores.
+//! - [`RwLock`]: one state word; an uncontended read is one atomic operation each way, like a
+//!   mutex; phase-fair (neither readers nor writers starve); `read_recursive` never waits behind
+//!   a waiting writer, and debug builds catch a nested plain `read` that would deadlock.
+//! - [`BiasedRwLock`]: reader-biased (BRAVO-style): while writes are rare, readers on different
+//!   cores write no common cache line; writers revoke the bias and pay a bounded price.
 //! - [`Condvar`]: `notify_all` moves waiters onto the mutex instead of waking a herd.
+//! - [`stats`]: lockstat: acquisitions, contention, spin, sleeps, wait and hold times per lock and
+//!   per call site (`SCALELOCK_LOCKSTAT=1`).
 //! - [`wait`]: the one wait layer every lock shares (futex, calibrated spinning, learned budgets,
 //!   the process-wide [`SpinPolicy`](wait::SpinPolicy)).
 //!
@@ -23,30 +30,37 @@ mod biased;
 mod condvar;
 mod mutex;
 #[cfg(not(loom))]
+mod mutex_wrapper;
+#[cfg(not(loom))]
 pub mod rcu;
 mod rwlock;
+#[cfg(not(loom))]
+mod rwlock_wrapper;
+pub mod stats;
 mod sync;
 pub mod wait;
 
 pub use condvar::{Condvar, WaitTimeoutResult};
 #[cfg(not(loom))]
-pub use mutex::{
-    MappedMutexGuard, Mutex, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard,
-};
+pub use mutex::{MappedMutexGuard, MutexGuard, RawThreadId, ReentrantMutex, ReentrantMutexGuard};
 pub use mutex::{RawMutex, STARVATION_NS};
+#[cfg(not(loom))]
+pub use mutex_wrapper::Mutex;
 
 pub use biased::RawBiasedRwLock;
 #[cfg(not(loom))]
 pub use biased::{
-    BiasedRwLock, BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
+    BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
     MappedBiasedRwLockReadGuard, MappedBiasedRwLockWriteGuard,
 };
 pub use rwlock::RawRwLock;
 #[cfg(not(loom))]
 pub use rwlock::{
-    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLock, RwLockReadGuard,
-    RwLockUpgradableReadGuard, RwLockWriteGuard,
+    MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockUpgradableReadGuard,
+    RwLockWriteGuard,
 };
+#[cfg(not(loom))]
+pub use rwlock_wrapper::{BiasedRwLock, RwLock};
 
 #[cfg(not(loom))]
 pub use rcu::{Rcu, RcuReadGuard};

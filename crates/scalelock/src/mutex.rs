@@ -51,6 +51,7 @@
 //! waiter that gives up after sleeping sets `CONTENDED` for the same reason. That is the invariant
 //! the loom models in `tests/loom_mutex.rs` check: no lost wake-up, no stranded hand-off.
 
+use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{futex, now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 
@@ -65,7 +66,8 @@ pub const STARVATION_NS: u64 = 1_000_000;
 /// The raw mutex: 8 bytes, `const`-constructible, implementing lock_api's `RawMutex`,
 /// `RawMutexFair` and `RawMutexTimed`.
 ///
-/// Use it through [`Mutex`], or directly where a guard does not fit (the preload library does).
+/// Use it through [`Mutex`](crate::Mutex), or directly where a guard does not fit (the preload
+/// library does).
 ///
 /// ```
 /// use lock_api::RawMutex as _;
@@ -197,6 +199,24 @@ impl RawMutex {
         self.lock_slow(None, true);
     }
 
+    /// Lockstat: the fast path of `lock` alone (one compare-exchange); the `Mutex` wrapper calls
+    /// it with recording on and enters the contended path itself, naming its caller first.
+    #[cfg(all(feature = "lockstat", not(loom)))]
+    #[inline]
+    pub(crate) fn try_lock_fast(&self) -> bool {
+        self.state
+            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// Lockstat: sets `CONTENDED` while the caller holds the mutex, so that its unlock takes the
+    /// contended path, where a sampled hold time ends. Safe for the protocol: at worst that unlock
+    /// makes one futex wake that finds nobody, and a waiter arriving meanwhile sleeps at once.
+    #[cfg(all(feature = "lockstat", not(loom)))]
+    pub(crate) fn mark_contended(&self) {
+        self.state.fetch_or(CONTENDED, Ordering::Relaxed);
+    }
+
     /// The futex word, the target of a condvar's requeue.
     pub(crate) fn futex_word(&self) -> &AtomicU32 {
         &self.state
@@ -217,6 +237,7 @@ impl RawMutex {
         let mut sleep_start = 0u64;
         let mut starving = false;
         let mut s = self.state.load(Ordering::Relaxed);
+        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         loop {
             // Free: take it. A thread that has slept cannot know whether others still sleep, so it
             // keeps CONTENDED set, passing on any wake-up it consumed.
@@ -230,7 +251,7 @@ impl RawMutex {
                         if !learned && spinner.has_spun() {
                             self.spin.record(true, spinner.spent_ns());
                         }
-                        return true;
+                        return rec.done(self, true, spinner.spent_ns(), false);
                     }
                     Err(current) => {
                         s = current;
@@ -250,7 +271,7 @@ impl RawMutex {
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
                 {
-                    Ok(_) => return true,
+                    Ok(_) => return rec.done(self, true, spinner.spent_ns(), true),
                     Err(current) => {
                         s = current;
                         continue;
@@ -272,7 +293,8 @@ impl RawMutex {
 
             if let Some(d) = deadline {
                 if d.has_passed() {
-                    return slept && self.give_up_after_sleep();
+                    let got = slept && self.give_up_after_sleep();
+                    return rec.done(self, got, spinner.spent_ns(), false);
                 }
             }
 
@@ -294,13 +316,14 @@ impl RawMutex {
             if sleep_start == 0 {
                 sleep_start = now_ns();
             }
+            rec.sleep();
             let in_time = futex::wait(&self.state, s, deadline);
             slept = true;
             if !starving && now_ns().saturating_sub(sleep_start) > STARVATION_NS {
                 starving = true;
             }
             if !in_time {
-                return self.give_up_after_sleep();
+                return rec.done(self, self.give_up_after_sleep(), spinner.spent_ns(), false);
             }
             s = self.state.load(Ordering::Relaxed);
         }
@@ -335,6 +358,7 @@ impl RawMutex {
     /// The contended path of `unlock`: wake a sleeper, or hand the lock over to one.
     #[cold]
     fn unlock_slow(&self, fair: bool) {
+        stats::released(self as *const RawMutex as usize); // lockstat: ends a sampled hold
         let mut s = self.state.load(Ordering::Relaxed);
         let mut hand_off = fair;
         loop {
@@ -497,32 +521,7 @@ mod api {
 #[cfg(not(loom))]
 pub use api::RawThreadId;
 
-/// A mutual-exclusion lock protecting a `T`, built on [`RawMutex`].
-///
-/// ```
-/// use scalelock::Mutex;
-/// use std::sync::Arc;
-///
-/// let counter = Arc::new(Mutex::new(0u64));
-/// let handles: Vec<_> = (0..4)
-///     .map(|_| {
-///         let c = Arc::clone(&counter);
-///         std::thread::spawn(move || {
-///             for _ in 0..1000 {
-///                 *c.lock() += 1;
-///             }
-///         })
-///     })
-///     .collect();
-/// for h in handles {
-///     h.join().unwrap();
-/// }
-/// assert_eq!(*counter.lock(), 4000);
-/// ```
-#[cfg(not(loom))]
-pub type Mutex<T> = lock_api::Mutex<RawMutex, T>;
-
-/// The guard of a [`Mutex`]: the lock is held while it lives.
+/// The guard of a [`Mutex`](crate::Mutex): the lock is held while it lives.
 ///
 /// ```
 /// let m = scalelock::Mutex::new(vec![1]);

@@ -19,10 +19,14 @@
 //! **Writers are not starved by readers**: a writer that has to wait sets `WRITERS_WAITING`, and
 //! from then on new readers stay out; the readers inside drain and the last one wakes a writer.
 //! **Readers are not starved by writers**: a writer that unlocks while readers sleep gives them
-//! the next turn instead of the next writer: it sets `READ_TURN` (writers may not take the lock)
-//! and wakes them all; readers that have slept enter even though writers wait, and the reader that
-//! leaves last ends the turn and wakes a writer. Every write phase is followed by a read phase
-//! with the readers that were waiting, and the other way round (phase-fair).
+//! the next turn instead of the next writer: it advances the 4-bit `TURN` counter, sets
+//! `READ_TURN` (writers may not take the lock) and wakes them all. A reader that parked before the
+//! counter moved is *entitled*: it enters even though writers wait (only a writer *holding* the
+//! lock keeps it out), and the reader that leaves last ends the turn and wakes a writer. Readers
+//! that merely arrive during the turn are not entitled and queue behind the waiting writer, so a
+//! turn admits a bounded set of readers (each acquisition is entitled at most once per write
+//! phase): every write phase is followed by a read phase with the readers that were waiting,
+//! and the other way round (phase-fair).
 //!
 //! **Recursive readers.** `read_recursive` enters whenever no writer *holds* the lock, even when
 //! writers wait, so a thread that already reads can read again without deadlocking behind a
@@ -35,24 +39,27 @@
 //! # State word
 //!
 //! ```text
-//!   31                                    5        4           3            2           1         0
-//!  +---------------------------------------+--------+------------+-----------+-----------+--------+
-//!  |  READERS: read locks held (27 bits)    | WRITER | UPGRADABLE | READ_TURN | WRITERS_  | PARKED |
-//!  |  (an upgradable reader counts as one)  |        |            |           | WAITING   |        |
-//!  +---------------------------------------+--------+------------+-----------+-----------+--------+
+//!   31                            9  8      5    4        3           2          1         0
+//!  +-------------------------------+---------+--------+-----------+----------+----------+--------+
+//!  | READERS: read locks held      |  TURN   | WRITER | UPGRADABLE| READ_TURN| WRITERS_ | PARKED |
+//!  | (23 bits; an upgradable       | (4 bits)|        |           |          | WAITING  |        |
+//!  |  reader counts as one)        |         |        |           |          |          |        |
+//!  +-------------------------------+---------+--------+-----------+----------+----------+--------+
 //!
 //!  PARKED           readers or upgradable readers may sleep on the state word: whoever makes the
 //!                   lock available to them clears it and wakes them all
 //!  WRITERS_WAITING  writers (or an upgrader) wait: new plain readers stay out; the thread that
-//!                   frees the lock clears it and wakes one writer on the writer sequence
+//!                   frees the lock wakes one writer on the writer sequence (and clears it only
+//!                   if no writer was asleep)
 //!  READ_TURN        a write unlock handed the lock to the readers it woke: no writer may take it
 //!                   until the reader count drops to zero
 //!  UPGRADABLE       an upgradable reader holds the lock (it is also counted in READERS)
 //!  WRITER           a writer holds the lock (READERS is then zero)
+//!  TURN             advanced (wrapping) whenever a writer hands the lock to parked readers
 //!
 //!  who                        may take the lock when
 //!  read                       !WRITER && !WRITERS_WAITING
-//!  read, having slept         !WRITER                       (its turn: see READ_TURN)
+//!  read, entitled             !WRITER        (parked before TURN last moved: its turn)
 //!  read_recursive             !WRITER
 //!  upgradable_read            as read, and !UPGRADABLE
 //!  write                      !WRITER && !UPGRADABLE && READERS == 0 && !READ_TURN
@@ -63,23 +70,28 @@
 //!  s --------------------------> s - 1 reader            read unlock (fetch_sub); if that was
 //!                                                        the last reader and someone waits, the
 //!                                                        leaver runs `wake_after_release`
-//!  0 --------------------------> WRITER                  write (CAS)
-//!  WRITER ---------------------> 0                       write unlock (CAS), else:
-//!  WRITER|PARKED|f ------------> READ_TURN|f, wake all   write unlock with readers asleep
-//!                                readers                 (their turn; f = WRITERS_WAITING)
-//!  WRITER|WRITERS_WAITING -----> 0, wake 1 writer        write unlock with only writers asleep
-//!  WRITER ---------------------> 1 reader (+UPGRADABLE)  downgrade; wakes the parked readers
+//!  TURN ------------------------> TURN|WRITER           write (CAS)
+//!  TURN|WRITER -----------------> TURN                   write unlock (CAS), else:
+//!  WRITER|PARKED|f ------------> TURN+1|READ_TURN|f,     write unlock with readers asleep
+//!                                wake all readers        (their turn; f = WRITERS_WAITING)
+//!  WRITER|WRITERS_WAITING -----> WRITERS_WAITING,        write unlock with only writers asleep
+//!                                wake 1 writer           (the bit stays: readers keep out)
+//!  WRITER ---------------------> 1 reader (+UPGRADABLE)  downgrade; if readers are parked,
+//!                                                        TURN+1 and wake them
 //!  1 reader|UPGRADABLE --------> WRITER                  upgrade
 //! ```
 //!
 //! `wake_after_release` runs when a release may have left the lock free with sleepers: if any
 //! holder remains it does nothing (that holder's release will); otherwise it ends a `READ_TURN`,
-//! wakes one writer if `WRITERS_WAITING`, and, if no writer was asleep, wakes the parked readers.
-//! A writer that has slept keeps `WRITERS_WAITING` set when it takes the lock (others may still
-//! sleep), so its unlock passes the wake-up on; a timed writer that gives up clears
+//! wakes one writer if `WRITERS_WAITING` and leaves the bit set, so that readers do not barge in
+//! before the woken writer gets a CPU (under oversubscription that can take milliseconds); only
+//! if no writer was asleep does it clear the bit and wake the parked readers. A writer that has
+//! slept keeps `WRITERS_WAITING` set when it takes the lock (others may still sleep), so its
+//! unlock passes the wake-up on; a timed writer that gives up clears
 //! `WRITERS_WAITING` and wakes every sleeper, which re-arm what they still need. That is what the
 //! loom models in `tests/loom_rwlock.rs` check: no lost wake-up, no stranded sleeper.
 
+use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{futex, Deadline, SpinBudget, SpinEstimate, Spinner};
 
@@ -88,13 +100,27 @@ const WRITERS_WAITING: u32 = 1 << 1;
 const READ_TURN: u32 = 1 << 2;
 const UPGRADABLE: u32 = 1 << 3;
 const WRITER: u32 = 1 << 4;
-const ONE_READER: u32 = 1 << 5;
+const TURN_ONE: u32 = 1 << 5;
+const TURN_MASK: u32 = 0xf << 5;
+const ONE_READER: u32 = 1 << 9;
 const READERS_MASK: u32 = !(ONE_READER - 1);
 
 /// The reader count of a state word.
 #[inline]
 fn readers(s: u32) -> u32 {
-    s >> 5
+    s >> 9
+}
+
+/// The turn counter of a state word.
+#[inline]
+fn turn(s: u32) -> u32 {
+    s & TURN_MASK
+}
+
+/// `s` with its turn counter advanced (wrapping within its four bits).
+#[inline]
+fn next_turn(s: u32) -> u32 {
+    (s & !TURN_MASK) | (s.wrapping_add(TURN_ONE) & TURN_MASK)
 }
 
 /// True if one more reader would overflow the count (only reachable with leaked guards).
@@ -108,7 +134,7 @@ fn readers_full(s: u32) -> bool {
 /// `RawRwLockRecursiveTimed`, `RawRwLockUpgrade`, `RawRwLockUpgradeDowngrade`,
 /// `RawRwLockUpgradeTimed`, `RawRwLockFair`, `RawRwLockUpgradeFair`).
 ///
-/// Use it through [`RwLock`], or directly where a guard does not fit.
+/// Use it through [`RwLock`](crate::RwLock), or directly where a guard does not fit.
 ///
 /// ```
 /// use lock_api::RawRwLock as _;
@@ -174,7 +200,7 @@ impl RawRwLock {
                 .compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed)
                 .is_err()
         {
-            self.wait_parked(None, |s, slept| read_admits(s, slept), true);
+            self.wait_parked(None, read_admits, true);
         }
         held::note_acquire(self);
     }
@@ -193,7 +219,7 @@ impl RawRwLock {
     #[inline]
     pub fn try_lock_shared_until(&self, deadline: &Deadline) -> bool {
         let ok = self.try_take(|s| read_admits(s, false))
-            || self.wait_parked(Some(deadline), |s, slept| read_admits(s, slept), true);
+            || self.wait_parked(Some(deadline), read_admits, true);
         if ok {
             held::note_acquire(self);
         }
@@ -252,12 +278,14 @@ impl RawRwLock {
     /// Takes the write lock, waiting for readers and writers to leave.
     #[inline]
     pub fn lock_exclusive(&self) {
-        if self
-            .state
-            .compare_exchange_weak(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
+        let s = self.state.load(Ordering::Relaxed);
+        if s & !TURN_MASK != 0
+            || self
+                .state
+                .compare_exchange_weak(s, s | WRITER, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
         {
-            self.wait_writer(None, |s, slept| write_takes(s, slept));
+            self.wait_writer(None, write_takes);
         }
     }
 
@@ -270,8 +298,7 @@ impl RawRwLock {
     /// Takes the write lock, giving up at `deadline`; returns whether it was taken.
     #[inline]
     pub fn try_lock_exclusive_until(&self, deadline: &Deadline) -> bool {
-        self.try_take(|s| write_takes(s, false))
-            || self.wait_writer(Some(deadline), |s, slept| write_takes(s, slept))
+        self.try_take(|s| write_takes(s, false)) || self.wait_writer(Some(deadline), write_takes)
     }
 
     /// Releases the write lock. Readers that were waiting get the next turn; otherwise one
@@ -281,10 +308,12 @@ impl RawRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn unlock_exclusive(&self) {
-        if self
-            .state
-            .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
+        let s = self.state.load(Ordering::Relaxed);
+        if s & !TURN_MASK != WRITER
+            || self
+                .state
+                .compare_exchange(s, s & TURN_MASK, Ordering::Release, Ordering::Relaxed)
+                .is_err()
         {
             self.unlock_exclusive_slow();
         }
@@ -297,12 +326,8 @@ impl RawRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn downgrade(&self) {
-        // WRITER -> one reader: adding ONE_READER - WRITER (positive) keeps the other bits.
-        let prev = self.state.fetch_add(ONE_READER - WRITER, Ordering::Release);
+        self.downgrade_to(ONE_READER);
         held::note_acquire(self);
-        if prev & PARKED != 0 {
-            self.wake_parked();
-        }
     }
 
     // -----------------------------------------------------------------------------------------
@@ -424,13 +449,30 @@ impl RawRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn downgrade_to_upgradable(&self) {
-        // WRITER -> one reader + UPGRADABLE: the difference is positive.
-        let prev = self
-            .state
-            .fetch_add(ONE_READER + UPGRADABLE - WRITER, Ordering::Release);
+        self.downgrade_to(ONE_READER + UPGRADABLE);
         held::note_acquire(self);
-        if prev & PARKED != 0 {
-            self.wake_parked();
+    }
+
+    /// Replaces WRITER with `held` (one reader, perhaps upgradable) in one step. Readers parked
+    /// during the write phase get their turn: the turn counter advances and they are woken.
+    #[inline]
+    fn downgrade_to(&self, held: u32) {
+        let mut s = self.state.load(Ordering::Relaxed);
+        loop {
+            let mut new = s - WRITER + held;
+            if s & PARKED != 0 {
+                new = next_turn(new & !PARKED);
+            }
+            match self
+                .state
+                .compare_exchange_weak(s, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(current) => s = current,
+            }
+        }
+        if s & PARKED != 0 {
+            futex::wake(&self.state, u32::MAX);
         }
     }
 
@@ -456,9 +498,21 @@ impl RawRwLock {
         self.state.load(Ordering::Relaxed) & (PARKED | WRITERS_WAITING) != 0
     }
 
+    /// Whether a writer (or an upgrader) waits for the lock (a racy snapshot).
+    #[inline]
+    pub(crate) fn writers_waiting(&self) -> bool {
+        self.state.load(Ordering::Relaxed) & WRITERS_WAITING != 0
+    }
+
     /// The lock's learned spin estimate in nanoseconds.
     pub fn spin_estimate_ns(&self) -> u32 {
         self.spin.get()
+    }
+
+    /// Lockstat: the address this lock's statistics are kept under.
+    #[inline]
+    pub(crate) fn stats_key(&self) -> usize {
+        self as *const RawRwLock as usize
     }
 
     // -----------------------------------------------------------------------------------------
@@ -483,9 +537,9 @@ impl RawRwLock {
     }
 
     /// The contended path of readers and upgradable readers, who sleep on the state word.
-    /// `take(s, slept)` gives the new state if the lock may be taken from `s` by a thread that
-    /// has (or has not) slept. `plain` marks a non-recursive read, subject to the debug-build
-    /// deadlock check. Returns false only if `deadline` passed first.
+    /// `take(s, entitled)` gives the new state if the lock may be taken from `s` by a thread
+    /// that is (or is not) entitled to its turn. `plain` marks a non-recursive read, subject to
+    /// the debug-build deadlock check. Returns false only if `deadline` passed first.
     #[cold]
     fn wait_parked(
         &self,
@@ -494,14 +548,23 @@ impl RawRwLock {
         plain: bool,
     ) -> bool {
         let budget = self.spin.budget();
+        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         let unbounded = budget == SpinBudget::Unbounded;
         let mut spinner = Spinner::new(budget);
         let mut learned = false;
-        let mut slept = false;
+        // The turn counter when this thread first parked; once a writer has released the lock
+        // to parked readers since then (the counter moved), this thread is `entitled`: it may
+        // enter past waiting writers. Each acquisition is entitled at most once per write phase,
+        // which bounds how long entitled readers can hold a writer up.
+        let mut parked_turn = None;
+        let mut entitled = false;
         let mut checked = !plain;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
-            if let Some(new) = take(s, slept) {
+            if !entitled {
+                entitled = parked_turn.is_some_and(|t| t != turn(s));
+            }
+            if let Some(new) = take(s, entitled) {
                 match self
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
@@ -510,7 +573,7 @@ impl RawRwLock {
                         if !learned && spinner.has_spun() {
                             self.spin.record(true, spinner.spent_ns());
                         }
-                        return true;
+                        return rec.done_at(self.stats_key(), true, spinner.spent_ns(), false);
                     }
                     Err(current) => {
                         s = current;
@@ -538,7 +601,7 @@ impl RawRwLock {
                 if d.has_passed() {
                     // Sleepers are woken all at once, so giving up strands nobody; a stale
                     // PARKED only costs the next unlock a futile wake.
-                    return false;
+                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
                 }
             }
             if s & PARKED == 0 {
@@ -553,17 +616,19 @@ impl RawRwLock {
                 }
                 s |= PARKED;
             }
+            parked_turn.get_or_insert(turn(s));
+            rec.sleep();
             let in_time = futex::wait(&self.state, s, deadline);
-            slept = true;
             if !in_time {
-                return false;
+                return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
             }
             s = self.state.load(Ordering::Relaxed);
         }
     }
 
     /// The contended path of writers and upgraders, who sleep on the writer sequence.
-    /// `take(s, slept)` as in `wait_parked`. Returns false only if `deadline` passed first.
+    /// `take(s, waited)`: the new state if the lock may be taken from `s` by a thread that has
+    /// (or has not) set `WRITERS_WAITING`. Returns false only if `deadline` passed first.
     #[cold]
     fn wait_writer(
         &self,
@@ -571,6 +636,7 @@ impl RawRwLock {
         take: impl Fn(u32, bool) -> Option<u32>,
     ) -> bool {
         let budget = self.spin.budget();
+        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         let unbounded = budget == SpinBudget::Unbounded;
         let mut spinner = Spinner::new(budget);
         let mut learned = false;
@@ -587,7 +653,7 @@ impl RawRwLock {
                         if !learned && spinner.has_spun() {
                             self.spin.record(true, spinner.spent_ns());
                         }
-                        return true;
+                        return rec.done_at(self.stats_key(), true, spinner.spent_ns(), false);
                     }
                     Err(current) => {
                         s = current;
@@ -608,7 +674,7 @@ impl RawRwLock {
                     if waited {
                         self.writer_gives_up();
                     }
-                    return false;
+                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
                 }
             }
             if s & WRITERS_WAITING == 0 {
@@ -630,9 +696,10 @@ impl RawRwLock {
             if take(s, true).is_some() || s & WRITERS_WAITING == 0 {
                 continue;
             }
+            rec.sleep();
             if !futex::wait(&self.writer_seq, seq, deadline) {
                 self.writer_gives_up();
-                return false;
+                return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
             }
             s = self.state.load(Ordering::Relaxed);
         }
@@ -687,6 +754,8 @@ impl RawRwLock {
     #[cold]
     fn wake_after_release(&self) {
         let mut s = self.state.load(Ordering::Relaxed);
+        // Set once a writer wake-up found nobody asleep: WRITERS_WAITING is then stale.
+        let mut no_writer_asleep = false;
         loop {
             if s & (WRITER | UPGRADABLE | READERS_MASK) != 0 {
                 return;
@@ -694,6 +763,16 @@ impl RawRwLock {
             let new = if s & READ_TURN != 0 {
                 s & !READ_TURN
             } else if s & WRITERS_WAITING != 0 {
+                if !no_writer_asleep {
+                    // WRITERS_WAITING stays set, so readers keep out until the woken writer
+                    // runs and takes the lock (it may be a while on a loaded machine).
+                    if self.wake_writers(1) > 0 {
+                        return;
+                    }
+                    no_writer_asleep = true;
+                    s = self.state.load(Ordering::Relaxed);
+                    continue;
+                }
                 s & !WRITERS_WAITING
             } else if s & PARKED != 0 {
                 s & !PARKED
@@ -707,21 +786,11 @@ impl RawRwLock {
                 s = current;
                 continue;
             }
-            if s & READ_TURN != 0 {
-                s = new;
-                continue;
+            if s & PARKED != 0 && new & PARKED == 0 {
+                futex::wake(&self.state, u32::MAX);
+                return;
             }
-            if s & WRITERS_WAITING != 0 {
-                if self.wake_writers(1) > 0 {
-                    // That writer takes the lock and wakes the readers when it unlocks (or, if it
-                    // gives up, wakes everybody).
-                    return;
-                }
-                s = self.state.load(Ordering::Relaxed);
-                continue;
-            }
-            futex::wake(&self.state, u32::MAX);
-            return;
+            s = new;
         }
     }
 
@@ -732,7 +801,7 @@ impl RawRwLock {
         loop {
             if s & PARKED != 0 {
                 // Readers sleep: their turn. Writers may not take the lock until they are done.
-                let new = (s & !(WRITER | PARKED)) | READ_TURN;
+                let new = next_turn(s & !(WRITER | PARKED)) | READ_TURN;
                 if let Err(current) =
                     self.state
                         .compare_exchange_weak(s, new, Ordering::Release, Ordering::Relaxed)
@@ -746,7 +815,7 @@ impl RawRwLock {
                 }
                 return;
             }
-            let new = s & !(WRITER | WRITERS_WAITING | READ_TURN);
+            let new = s & !(WRITER | READ_TURN);
             if let Err(current) =
                 self.state
                     .compare_exchange_weak(s, new, Ordering::Release, Ordering::Relaxed)
@@ -754,8 +823,8 @@ impl RawRwLock {
                 s = current;
                 continue;
             }
-            if s & WRITERS_WAITING != 0 && self.wake_writers(1) == 0 {
-                // No writer was asleep; readers may have parked meanwhile.
+            if s & WRITERS_WAITING != 0 {
+                // Wake a writer (WRITERS_WAITING stays set), or, if none sleeps, whoever does.
                 self.wake_after_release();
             }
             return;
@@ -764,7 +833,7 @@ impl RawRwLock {
 }
 
 /// New state for a reader taking the lock from `s`, if it may: `privileged` readers (recursive,
-/// or having slept: their turn) only need no writer to hold it.
+/// or entitled to their turn) only need no writer to hold it.
 #[inline]
 fn read_admits(s: u32, privileged: bool) -> Option<u32> {
     let blocked = if privileged {
@@ -781,8 +850,8 @@ fn read_admits(s: u32, privileged: bool) -> Option<u32> {
 
 /// New state for an upgradable reader taking the lock from `s`, if it may.
 #[inline]
-fn upgradable_admits(s: u32, slept: bool) -> Option<u32> {
-    let blocked = if slept {
+fn upgradable_admits(s: u32, entitled: bool) -> Option<u32> {
+    let blocked = if entitled {
         WRITER | UPGRADABLE
     } else {
         WRITER | UPGRADABLE | WRITERS_WAITING
@@ -825,7 +894,6 @@ fn keep_waiting(s: u32, waited: bool) -> u32 {
     }
 }
 
-#[cfg(not(loom))]
 impl Default for RawRwLock {
     fn default() -> RawRwLock {
         RawRwLock::new()
@@ -1164,25 +1232,7 @@ mod api {
     }
 }
 
-/// A reader-writer lock protecting a `T`, built on [`RawRwLock`]: a drop-in for
-/// `parking_lot::RwLock` (same lock_api surface: upgradable, recursive, timed, fair, downgrade).
-///
-/// ```
-/// use scalelock::RwLock;
-///
-/// let lock = RwLock::new(5);
-/// {
-///     let r1 = lock.read();
-///     let r2 = lock.read_recursive(); // never waits behind a waiting writer
-///     assert_eq!(*r1 + *r2, 10);
-/// }
-/// *lock.write() += 1;
-/// assert_eq!(*lock.read(), 6);
-/// ```
-#[cfg(not(loom))]
-pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
-
-/// The guard of a read lock on an [`RwLock`].
+/// The guard of a read lock on an [`RwLock`](crate::RwLock).
 ///
 /// ```
 /// let lock = scalelock::RwLock::new(1);
@@ -1192,7 +1242,7 @@ pub type RwLock<T> = lock_api::RwLock<RawRwLock, T>;
 #[cfg(not(loom))]
 pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
 
-/// The guard of the write lock on an [`RwLock`].
+/// The guard of the write lock on an [`RwLock`](crate::RwLock).
 ///
 /// ```
 /// let lock = scalelock::RwLock::new(1);
@@ -1204,7 +1254,7 @@ pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
 #[cfg(not(loom))]
 pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
 
-/// The guard of an upgradable read lock on an [`RwLock`]: shared with readers, exclusive with
+/// The guard of an upgradable read lock on an [`RwLock`](crate::RwLock): shared with readers, exclusive with
 /// writers and other upgradable readers, and upgradable to the write lock.
 ///
 /// ```

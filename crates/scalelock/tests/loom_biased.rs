@@ -3,7 +3,8 @@
 //! still, so slow-path readers re-enable the bias at once and every model exercises both modes.
 //!
 //! Run with:
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release --target-dir target/loom --test loom_biased`
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release \
+//!  --target-dir target/loom --test loom_biased`
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
@@ -31,14 +32,18 @@ fn shared() -> Arc<Shared> {
 
 fn read(s: &Shared) -> u32 {
     s.lock.lock_shared();
+    // SAFETY: the data is accessed under the lock (what the model checks).
     let v = s.data.with(|p| unsafe { *p });
+    // SAFETY: this thread holds the lock it releases or converts here.
     unsafe { s.lock.unlock_shared() };
     v
 }
 
 fn write(s: &Shared) {
     s.lock.lock_exclusive();
+    // SAFETY: the data is accessed under the lock (what the model checks).
     s.data.with_mut(|p| unsafe { *p += 1 });
+    // SAFETY: this thread holds the lock it releases or converts here.
     unsafe { s.lock.unlock_exclusive() };
 }
 
@@ -67,6 +72,7 @@ fn two_deferred_readers_and_a_writer() {
         r1.join().unwrap();
         r2.join().unwrap();
         assert!(s.lock.try_lock_exclusive(), "every reader left");
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_exclusive() };
     });
 }
@@ -112,11 +118,15 @@ fn timed_revocation_gives_up_and_restores_the_bias() {
         if s.lock
             .try_lock_exclusive_until(&Deadline::after(Duration::from_secs(3600)))
         {
+            // SAFETY: the data is accessed under the lock (what the model checks).
             s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s.lock.unlock_exclusive() };
         }
         if s.lock.try_lock_exclusive() {
+            // SAFETY: the data is accessed under the lock (what the model checks).
             s.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s.lock.unlock_exclusive() };
         }
         r.join().unwrap();
@@ -133,7 +143,9 @@ fn downgrade_and_nested_deferred_reads() {
         let r = thread::spawn(move || {
             s1.lock.lock_shared();
             s1.lock.lock_shared(); // nests in the deferred slot (or the underlying lock)
+                                   // SAFETY: the data is accessed under the lock (what the model checks).
             let v = s1.data.with(|p| unsafe { *p });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe {
                 s1.lock.unlock_shared();
                 s1.lock.unlock_shared();
@@ -141,9 +153,13 @@ fn downgrade_and_nested_deferred_reads() {
             v
         });
         s.lock.lock_exclusive();
+        // SAFETY: the data is accessed under the lock (what the model checks).
         s.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.downgrade() };
+        // SAFETY: the data is accessed under the lock (what the model checks).
         assert_eq!(s.data.with(|p| unsafe { *p }), 1);
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_shared() };
         assert!(r.join().unwrap() <= 1);
         write(&s);
@@ -157,10 +173,44 @@ fn upgrade_revokes_the_bias() {
         let s1 = s.clone();
         let r = thread::spawn(move || read(&s1));
         s.lock.lock_upgradable();
+        // SAFETY: the data is accessed under the lock (what the model checks).
         let before = s.data.with(|p| unsafe { *p });
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.upgrade() };
+        // SAFETY: the data is accessed under the lock (what the model checks).
         s.data.with_mut(|p| unsafe { *p = before + 1 });
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_exclusive() };
         assert!(r.join().unwrap() <= 1);
+    });
+}
+
+#[test]
+fn timed_writer_behind_an_upgradable_reader_gives_the_bias_back() {
+    loom::model(|| {
+        let s = shared();
+        s.lock.lock_upgradable(); // held on the underlying lock: the writer must wait
+        let s1 = s.clone();
+        let s2 = s.clone();
+        let tw = thread::spawn(move || {
+            if s1
+                .lock
+                .try_lock_exclusive_until(&Deadline::after(Duration::from_secs(3600)))
+            {
+                // SAFETY: the data is accessed under the lock (what the model checks).
+                s1.data.with_mut(|p| unsafe { *p += 1 });
+                // SAFETY: this thread holds the lock it releases or converts here.
+                unsafe { s1.lock.unlock_exclusive() };
+            }
+        });
+        let r = thread::spawn(move || read(&s2));
+        // SAFETY: the data is accessed under the lock (what the model checks).
+        let v = s.data.with(|p| unsafe { *p });
+        // SAFETY: this thread holds the lock it releases or converts here.
+        unsafe { s.lock.unlock_upgradable() };
+        tw.join().unwrap();
+        assert!(r.join().unwrap() <= 1);
+        assert_eq!(v, 0);
+        write(&s);
     });
 }

@@ -3,7 +3,8 @@
 //! reports a deadlock if one is).
 //!
 //! Run with:
-//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release --target-dir target/loom --test loom_rwlock`
+//! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p scalelock --release \
+//!  --target-dir target/loom --test loom_rwlock`
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
@@ -33,14 +34,18 @@ fn shared() -> Arc<Shared> {
 
 fn read(s: &Shared) -> u32 {
     s.lock.lock_shared();
+    // SAFETY: the data is accessed under the lock (what the model checks).
     let v = s.data.with(|p| unsafe { *p });
+    // SAFETY: this thread holds the lock it releases or converts here.
     unsafe { s.lock.unlock_shared() };
     v
 }
 
 fn write(s: &Shared) {
     s.lock.lock_exclusive();
+    // SAFETY: the data is accessed under the lock (what the model checks).
     s.data.with_mut(|p| unsafe { *p += 1 });
+    // SAFETY: this thread holds the lock it releases or converts here.
     unsafe { s.lock.unlock_exclusive() };
 }
 
@@ -88,7 +93,9 @@ fn write_unlock_gives_readers_their_turn_and_writers_still_wake() {
         let s2 = s.clone();
         let r = thread::spawn(move || read(&s1));
         let w = thread::spawn(move || write(&s2));
+        // SAFETY: the data is accessed under the lock (what the model checks).
         s.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_exclusive() };
         let seen = r.join().unwrap();
         w.join().unwrap();
@@ -105,9 +112,13 @@ fn upgrade_waits_for_readers_and_excludes_writers() {
         let s2 = s.clone();
         let u = thread::spawn(move || {
             s1.lock.lock_upgradable();
+            // SAFETY: the data is accessed under the lock (what the model checks).
             let before = s1.data.with(|p| unsafe { *p });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.upgrade() };
+            // SAFETY: the data is accessed under the lock (what the model checks).
             s1.data.with_mut(|p| unsafe { *p = before + 10 });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.unlock_exclusive() };
         });
         let r = thread::spawn(move || read(&s2));
@@ -127,9 +138,13 @@ fn downgrade_keeps_writers_out_and_lets_readers_in() {
         let s2 = s.clone();
         let d = thread::spawn(move || {
             s1.lock.lock_exclusive();
+            // SAFETY: the data is accessed under the lock (what the model checks).
             s1.data.with_mut(|p| unsafe { *p += 1 });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.downgrade() };
+            // SAFETY: the data is accessed under the lock (what the model checks).
             let v = s1.data.with(|p| unsafe { *p });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.unlock_shared() };
             v
         });
@@ -149,18 +164,26 @@ fn upgradable_downgrades_and_second_upgradable_waits() {
         let s1 = s.clone();
         let t = thread::spawn(move || {
             s1.lock.lock_upgradable();
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.downgrade_upgradable() };
+            // SAFETY: the data is accessed under the lock (what the model checks).
             let v = s1.data.with(|p| unsafe { *p });
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.unlock_shared() };
             v
         });
         s.lock.lock_exclusive();
+        // SAFETY: the data is accessed under the lock (what the model checks).
         s.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.downgrade_to_upgradable() };
         // The other thread may hold an upgradable or a read lock: the upgrade may fail.
+        // SAFETY: this thread holds the lock it releases or converts here.
         if unsafe { s.lock.try_upgrade() } {
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s.lock.unlock_exclusive() };
         } else {
+            // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s.lock.unlock_upgradable() };
         }
         let _ = t.join().unwrap();
@@ -177,6 +200,7 @@ fn read_recursive_enters_while_a_writer_waits() {
         let w = thread::spawn(move || write(&s1));
         // Whether or not the writer waits already, a recursive read must not wait for it.
         s.lock.lock_shared_recursive();
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe {
             s.lock.unlock_shared();
             s.lock.unlock_shared();
@@ -195,10 +219,12 @@ fn timed_writer_that_gives_up_strands_nobody() {
         let s2 = s.clone();
         let tw = thread::spawn(move || {
             if s1.lock.try_lock_exclusive_until(&far()) {
+                // SAFETY: this thread holds the lock it releases or converts here.
                 unsafe { s1.lock.unlock_exclusive() };
             }
         });
         let w = thread::spawn(move || write(&s2));
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_shared() };
         tw.join().unwrap();
         w.join().unwrap();
@@ -215,10 +241,12 @@ fn timed_reader_that_gives_up_strands_nobody() {
         let s2 = s.clone();
         let tr = thread::spawn(move || {
             if s1.lock.try_lock_shared_until(&far()) {
+                // SAFETY: this thread holds the lock it releases or converts here.
                 unsafe { s1.lock.unlock_shared() };
             }
         });
         let r = thread::spawn(move || read(&s2));
+        // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_exclusive() };
         tr.join().unwrap();
         r.join().unwrap();

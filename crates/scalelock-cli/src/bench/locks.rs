@@ -32,12 +32,25 @@ pub const MUTEXES: &[&str] = &[
 pub const FLOOR: &str = "tas";
 
 /// RwLock-like locks compared in the rwlock workloads.
-pub const RWLOCKS: &[&str] = &["std", "parking_lot", "spin", "pthread", "crossbeam-sharded"];
+pub const RWLOCKS: &[&str] = &[
+    "scalelock",
+    "scalelock-biased",
+    "std",
+    "parking_lot",
+    "spin",
+    "pthread",
+    "crossbeam-sharded",
+];
 
 /// What a lock name stands for (shown in the report).
 pub fn describe(lock: &str) -> &'static str {
     match lock {
-        "scalelock" => "scalelock::Mutex (adaptive spin, then futex sleep)",
+        "scalelock" => {
+            "scalelock::Mutex (adaptive spin, then futex sleep) / scalelock::RwLock (one word)"
+        }
+        "scalelock-biased" => {
+            "scalelock::BiasedRwLock (BRAVO-style: readers publish in per-CPU slots while biased)"
+        }
         "std" => "std::sync::Mutex / RwLock (futex based)",
         "parking_lot" => "parking_lot::Mutex / RwLock",
         "spin" => "spin::Mutex / spin::RwLock (pure spinning)",
@@ -47,6 +60,9 @@ pub fn describe(lock: &str) -> &'static str {
         }
         "crossbeam-sharded" => "crossbeam_utils::sync::ShardedLock (one std RwLock per shard)",
         "tas" => "bare test-and-set spinlock: the physical floor",
+        "lockstat-off" => "scalelock::Mutex with lockstat compiled in, recording off (the default)",
+        "lockstat-on" => "scalelock::Mutex with lockstat recording on (stats::enable())",
+        "lock_api-bare" => "lock_api::Mutex over scalelock's RawMutex: no lockstat wrapper at all",
         _ => "",
     }
 }
@@ -132,6 +148,8 @@ pub fn run_mutex<B: MutexBench>(
 /// Runs `bench` with the rwlock named `lock` (one of [`RWLOCKS`]).
 pub fn run_rwlock<B: RwBench>(lock: &str, bench: &B, trial: &Trial) -> Result<Measurement, String> {
     match lock {
+        "scalelock" => bench.run::<ScalelockRwLock>(trial),
+        "scalelock-biased" => bench.run::<ScalelockBiasedRwLock>(trial),
         "std" => bench.run::<StdRwLock>(trial),
         "parking_lot" => bench.run::<ParkingLotRwLock>(trial),
         "spin" => bench.run::<SpinRwLock>(trial),
@@ -144,6 +162,8 @@ pub fn run_rwlock<B: RwBench>(lock: &str, bench: &B, trial: &Trial) -> Result<Me
 /// The nesting strategy of the rwlock named `lock`, if it is one.
 pub fn rwlock_nesting(lock: &str) -> Option<Nesting> {
     Some(match lock {
+        "scalelock" => ScalelockRwLock::NESTING,
+        "scalelock-biased" => ScalelockBiasedRwLock::NESTING,
         "std" => StdRwLock::NESTING,
         "parking_lot" => ParkingLotRwLock::NESTING,
         "spin" => SpinRwLock::NESTING,
@@ -347,6 +367,56 @@ impl BenchMutex for PthreadAdaptiveMutex {
 // RwLocks
 // ---------------------------------------------------------------------------------------------
 
+/// `scalelock::RwLock`; nested reads use `read_recursive` (never blocked by a waiting writer).
+pub struct ScalelockRwLock(scalelock::RwLock<()>);
+
+impl BenchRwLock for ScalelockRwLock {
+    const NESTING: Nesting = Nesting::Recursive;
+    fn new() -> Self {
+        ScalelockRwLock(scalelock::RwLock::new(()))
+    }
+    #[inline]
+    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.0.read();
+        f()
+    }
+    #[inline]
+    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.0.write();
+        f()
+    }
+    #[inline]
+    fn read_nested<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.0.read_recursive();
+        f()
+    }
+}
+
+/// `scalelock::BiasedRwLock`; nested reads use `read_recursive`.
+pub struct ScalelockBiasedRwLock(scalelock::BiasedRwLock<()>);
+
+impl BenchRwLock for ScalelockBiasedRwLock {
+    const NESTING: Nesting = Nesting::Recursive;
+    fn new() -> Self {
+        ScalelockBiasedRwLock(scalelock::BiasedRwLock::new(()))
+    }
+    #[inline]
+    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.0.read();
+        f()
+    }
+    #[inline]
+    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.0.write();
+        f()
+    }
+    #[inline]
+    fn read_nested<R>(&self, f: impl FnOnce() -> R) -> R {
+        let _guard = self.0.read_recursive();
+        f()
+    }
+}
+
 /// `std::sync::RwLock` (writer-preferring on Linux: a nested read can deadlock behind a waiting
 /// writer, so nesting is flattened).
 pub struct StdRwLock(std::sync::RwLock<()>);
@@ -530,6 +600,8 @@ mod tests {
 
     #[test]
     fn every_rwlock_reads_nested_and_writes() {
+        exercise_rwlock::<ScalelockRwLock>();
+        exercise_rwlock::<ScalelockBiasedRwLock>();
         exercise_rwlock::<StdRwLock>();
         exercise_rwlock::<ParkingLotRwLock>();
         exercise_rwlock::<SpinRwLock>();

@@ -28,6 +28,17 @@ pub fn detect() -> Machine {
     }
 }
 
+/// The 1-minute load average (`None` where `/proc/loadavg` is unreadable). Above the CPU count,
+/// other work competed with the bench and its numbers are noisy.
+pub fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
 fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     info.lines().find_map(|line| {
@@ -69,5 +80,6 @@ mod tests {
         assert!(m.cpus >= 1 && m.usable_cpus >= 1);
         assert!(!m.model.is_empty());
         assert!(m.kernel.starts_with("Linux "), "{}", m.kernel);
+        assert!(super::load_average().is_some_and(|l| l >= 0.0));
     }
 }

@@ -28,6 +28,9 @@ pub const QUICK_THREADS: &[usize] = &[1, 4, 32];
 pub const DEFAULT_DURATION_MS: u64 = 200;
 /// Measured milliseconds per point with `--quick`.
 pub const QUICK_DURATION_MS: u64 = 40;
+/// Rounds per point: each runs half the duration, the second in reverse order, and the round
+/// with the higher throughput is reported.
+pub const ROUNDS: usize = 2;
 /// Largest accepted `--duration-ms` (10 minutes).
 pub const MAX_DURATION_MS: u64 = 600_000;
 /// Largest accepted thread count.
@@ -101,10 +104,52 @@ fn select(opts: &Options) -> Result<Vec<Box<dyn workloads::Workload>>, String> {
     Ok(all
         .into_iter()
         .filter(|w| match &opts.workloads {
-            None => true,
+            None => w.in_default_sweep(),
             Some(ws) => ws.iter().any(|n| n == w.name()),
         })
         .collect())
+}
+
+/// The JSON record of one measured round of point `p`.
+fn record(workload: &str, p: &workloads::Point, m: &harness::Measurement, cpus: usize) -> Record {
+    let s = summarize(m);
+    Record {
+        workload: workload.to_string(),
+        lock: p.lock.clone(),
+        threads: p.threads,
+        ops_per_sec: s.ops_per_sec,
+        cpu_ns_per_op: s.cpu_ns_per_op,
+        latency_ns: s.latency,
+        fairness: s.fairness,
+        case: p.case.clone(),
+        series: p.series.clone(),
+        ns_per_op: s.ns_per_op,
+        total_ops: s.total_ops,
+        elapsed_s: m.elapsed.as_secs_f64(),
+        latency_samples: s.samples,
+        cpu_utilization: m.cpu.as_secs_f64()
+            / (m.elapsed.as_secs_f64() * p.threads.min(cpus).max(1) as f64).max(1e-9),
+        params: {
+            let mut params = p.params.clone();
+            for (k, v) in &m.extra {
+                params.insert((*k).to_string(), v.clone());
+            }
+            params
+        },
+    }
+}
+
+/// Orders a workload's points case by case, and within a case thread count by thread count,
+/// keeping the workload's lock order: the locks compared at one thread count run back to back,
+/// so a burst of outside load hits them alike instead of penalising whichever lock ran during it.
+fn interleave(points: &mut [workloads::Point]) {
+    let mut cases: Vec<Option<String>> = Vec::new();
+    for p in points.iter() {
+        if !cases.contains(&p.case) {
+            cases.push(p.case.clone());
+        }
+    }
+    points.sort_by_key(|p| (cases.iter().position(|c| *c == p.case), p.threads));
 }
 
 /// Why `scalelock bench` failed.
@@ -133,7 +178,6 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     } else {
         DEFAULT_DURATION_MS
     }));
-    let warmup = warmup_for(duration);
     let sel = workloads::Selection {
         locks: opts.locks.clone(),
         threads: threads.clone(),
@@ -142,7 +186,12 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 
     let mut plan = Vec::new();
     for w in &selected {
-        let points = w.plan(&sel);
+        if let Some(why) = w.unavailable() {
+            eprintln!("scalelock bench: note: skipping `{}`: {why}", w.name());
+            continue;
+        }
+        let mut points = w.plan(&sel);
+        interleave(&mut points);
         if points.is_empty() {
             eprintln!(
                 "scalelock bench: note: workload `{}` has none of the selected locks; skipped",
@@ -157,16 +206,32 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         ));
     }
 
-    let per_point = warmup + duration + Duration::from_millis(15);
+    let load_start = machine::load_average();
+    let cpus = machine::detect().usable_cpus;
+    if let Some(load) = load_start.filter(|&l| l > cpus as f64) {
+        eprintln!(
+            "scalelock bench: warning: load average {load:.1} on {cpus} CPUs: other work is \
+             running, the numbers will be noisy"
+        );
+    }
+    // Each point runs in ROUNDS rounds of half the duration, the second round in reverse order;
+    // the round with the higher throughput is reported (outside load only ever slows a round).
+    let round = (duration / ROUNDS as u32).max(Duration::from_millis(1));
+    let warmup = warmup_for(round);
+    let per_point = (warmup + round + Duration::from_millis(15)) * ROUNDS as u32;
     eprintln!(
-        "scalelock bench: {} points, {} ms each (+{} ms warm-up), threads {:?}: about {} s",
+        "scalelock bench: {} points, {} rounds of {} ms each (+{} ms warm-up), threads {:?}: about {} s",
         plan.len(),
-        duration.as_millis(),
+        ROUNDS,
+        round.as_millis(),
         warmup.as_millis(),
         threads,
         (per_point * plan.len() as u32).as_secs().max(1)
     );
-    let bar = ProgressBar::with_draw_target(Some(plan.len() as u64), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(
+        Some((plan.len() * ROUNDS) as u64),
+        ProgressDrawTarget::stderr(),
+    );
     bar.set_style(
         ProgressStyle::with_template(
             "{elapsed_precise} [{bar:30}] {pos}/{len} eta {eta:>3} {wide_msg}",
@@ -177,61 +242,75 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 
     let spin_policy = scalelock::wait::spin_policy().to_string();
     let clock_overhead_ns = harness::clock_overhead_ns();
-    let mut records: Vec<Record> = Vec::with_capacity(plan.len());
-    let mut failures = Vec::new();
-    for (workload, p) in plan {
-        bar.set_message(format!(
-            "{workload} {}{} {}t",
-            p.case
-                .as_deref()
-                .map_or(String::new(), |c| format!("[{c}] ")),
-            p.series,
-            p.threads
-        ));
-        let trial = harness::Trial {
-            threads: p.threads,
-            warmup,
-            duration,
-            sample_every: p.sample_every,
+    let mut best: Vec<Option<Record>> = vec![None; plan.len()];
+    let mut rounds_seen: Vec<Vec<f64>> = vec![Vec::new(); plan.len()];
+    let mut failed: Vec<Option<String>> = vec![None; plan.len()];
+    for r in 0..ROUNDS {
+        let order: Vec<usize> = if r % 2 == 0 {
+            (0..plan.len()).collect()
+        } else {
+            (0..plan.len()).rev().collect()
         };
-        match (p.run)(&trial) {
-            Ok(m) => {
-                let s = summarize(&m);
-                let r = Record {
-                    workload: workload.to_string(),
-                    lock: p.lock,
-                    threads: p.threads,
-                    ops_per_sec: s.ops_per_sec,
-                    cpu_ns_per_op: s.cpu_ns_per_op,
-                    latency_ns: s.latency,
-                    fairness: s.fairness,
-                    case: p.case,
-                    series: p.series,
-                    ns_per_op: s.ns_per_op,
-                    total_ops: s.total_ops,
-                    elapsed_s: m.elapsed.as_secs_f64(),
-                    latency_samples: s.samples,
-                    params: p.params,
-                };
-                if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
-                    eprintln!("{}", output::point_line(&r));
-                }
-                records.push(r);
+        for i in order {
+            let (workload, p) = &plan[i];
+            bar.set_message(format!(
+                "{workload} {}{} {}t",
+                p.case
+                    .as_deref()
+                    .map_or(String::new(), |c| format!("[{c}] ")),
+                p.series,
+                p.threads
+            ));
+            bar.inc(1);
+            if failed[i].is_some() {
+                continue;
             }
-            Err(e) => {
-                bar.suspend(|| {
-                    eprintln!(
-                        "scalelock bench: {workload} {} {}t FAILED: {e}",
+            let trial = harness::Trial {
+                threads: p.threads,
+                warmup,
+                duration: round,
+                sample_every: p.sample_every,
+            };
+            match (p.run)(&trial) {
+                Ok(m) => {
+                    let rec = record(workload, p, &m, cpus);
+                    if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
+                        eprintln!("{}", output::point_line(&rec));
+                    }
+                    rounds_seen[i].push(rec.ops_per_sec);
+                    let better = match &best[i] {
+                        None => true,
+                        Some(b) => rec.ops_per_sec > b.ops_per_sec,
+                    };
+                    if better {
+                        best[i] = Some(rec);
+                    }
+                }
+                Err(e) => {
+                    bar.suspend(|| {
+                        eprintln!(
+                            "scalelock bench: {workload} {} {}t FAILED: {e}",
+                            p.series, p.threads
+                        )
+                    });
+                    failed[i] = Some(format!(
+                        "{workload} {} {} threads: {e}",
                         p.series, p.threads
-                    )
-                });
-                failures.push(format!(
-                    "{workload} {} {} threads: {e}",
-                    p.series, p.threads
-                ));
+                    ));
+                }
             }
         }
-        bar.inc(1);
+    }
+    let failures: Vec<String> = failed.into_iter().flatten().collect();
+    let mut records: Vec<Record> = Vec::with_capacity(plan.len());
+    for (i, rec) in best.into_iter().enumerate() {
+        if let Some(mut rec) = rec {
+            rec.params.insert(
+                "round_ops_per_sec".into(),
+                serde_json::json!(rounds_seen[i]),
+            );
+            records.push(rec);
+        }
     }
     bar.finish_and_clear();
 
@@ -249,11 +328,13 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         results: records,
         config: Config {
             duration_ms: duration.as_millis() as u64,
+            rounds: ROUNDS,
             warmup_ms: warmup.as_millis() as u64,
             threads,
             quick: opts.quick,
             spin_policy,
             clock_overhead_ns,
+            load_average: [load_start, machine::load_average()],
         },
         workloads: infos,
     };
@@ -335,6 +416,27 @@ mod tests {
         .unwrap();
         let names: Vec<_> = ws.iter().map(|w| w.name()).collect();
         assert_eq!(names, vec!["uncontended", "log-append"]);
+    }
+
+    #[test]
+    fn points_run_thread_count_by_thread_count_within_each_case() {
+        let mk = |lock: &str, case: &str, t| {
+            workloads::Point::new(lock, t, |_| Err(String::new())).case(case)
+        };
+        let mut ps = vec![
+            mk("a", "x", 1),
+            mk("a", "x", 4),
+            mk("b", "x", 1),
+            mk("b", "x", 4),
+            mk("a", "y", 1),
+            mk("b", "y", 1),
+        ];
+        interleave(&mut ps);
+        let order: Vec<_> = ps
+            .iter()
+            .map(|p| format!("{}{}{}", p.case.as_deref().unwrap(), p.lock, p.threads))
+            .collect();
+        assert_eq!(order, ["xa1", "xb1", "xa4", "xb4", "ya1", "yb1"]);
     }
 
     #[test]

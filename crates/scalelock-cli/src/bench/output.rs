@@ -24,8 +24,10 @@ pub struct Run {
 /// How a run was configured (an extra JSON field).
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
-    /// Measured time per point.
+    /// Measured time per point, all rounds together.
     pub duration_ms: u64,
+    /// Rounds per point (each `duration_ms / rounds`; the best round is reported).
+    pub rounds: usize,
     /// Warm-up per point.
     pub warmup_ms: u64,
     /// Thread sweep.
@@ -36,6 +38,9 @@ pub struct Config {
     pub spin_policy: String,
     /// Cost of reading the clock twice, included in every latency sample (ns).
     pub clock_overhead_ns: u64,
+    /// 1-minute load average when the run started and when it ended: well above the CPU count
+    /// at the start means other work competed with the bench.
+    pub load_average: [Option<f64>; 2],
 }
 
 /// A workload's description for the report and table.
@@ -90,15 +95,33 @@ impl<'a> Group<'a> {
     /// Throughput of `series` over the best series at `threads` that is not of the `ours`
     /// family (see [`is_own`]); the bare test-and-set floor is a reference, not an alternative,
     /// and is left out too.
+    ///
+    /// In a group measured on one thread only (`uncontended`), throughput is taken as
+    /// operations per CPU second (`1 / cpu_ns_per_op`): with one running thread that is the
+    /// lock's cost, while wall time also counts whatever preemption the thread suffered.
     pub fn ratio(&self, ours: &str, series: &str, threads: usize) -> Option<f64> {
+        let single = self.is_single_thread();
+        let speed = |r: &Record| {
+            if single {
+                1e9 / r.cpu_ns_per_op.max(1e-3)
+            } else {
+                r.ops_per_sec
+            }
+        };
         ratio_to_best(
-            self.get(series, threads).map(|r| r.ops_per_sec),
+            self.get(series, threads).map(&speed),
             self.records
                 .iter()
                 .filter(|r| r.threads == threads && !is_own(ours, &r.series))
                 .filter(|r| r.lock != locks::FLOOR)
-                .map(|r| r.ops_per_sec),
+                .copied()
+                .map(&speed),
         )
+    }
+
+    /// Whether every record of the group ran on one thread.
+    pub fn is_single_thread(&self) -> bool {
+        self.records.iter().all(|r| r.threads == 1)
     }
 
     /// The series of the `ours` family present in this group.
@@ -195,7 +218,7 @@ pub fn table(run: &Run) -> String {
                     .max()
                     .unwrap_or(0),
             );
-        if threads.len() == 1 {
+        if g.is_single_thread() {
             let t = threads[0];
             let _ = writeln!(
                 out,
@@ -441,6 +464,7 @@ pub(crate) mod tests {
             total_ops: ops as u64,
             elapsed_s: 1.0,
             latency_samples: 5,
+            cpu_utilization: 1.0,
             params: BTreeMap::new(),
         }
     }
@@ -451,11 +475,13 @@ pub(crate) mod tests {
             results,
             config: Config {
                 duration_ms: 1,
+                rounds: 2,
                 warmup_ms: 1,
                 threads: vec![1, 2],
                 quick: true,
                 spin_policy: "auto".into(),
                 clock_overhead_ns: 20,
+                load_average: [Some(0.5), Some(2.0)],
             },
             workloads: vec![WorkloadInfo {
                 name: "w".into(),
@@ -513,6 +539,19 @@ pub(crate) mod tests {
         assert_eq!(v.worst, 0.75);
         assert!((v.geomean - (2.0f64 * 0.75).sqrt()).abs() < 1e-9);
         assert_eq!(verdict(&rs, "w", "scalelock", "nobody"), None);
+    }
+
+    #[test]
+    fn single_thread_groups_compare_cpu_time_per_op() {
+        let mut a = record("u", Some("mutex"), "scalelock", 1, 50.0);
+        let mut b = record("u", Some("mutex"), "std", 1, 100.0);
+        // ours was preempted (half the wall throughput) but cost less CPU per op.
+        a.cpu_ns_per_op = 8.0;
+        b.cpu_ns_per_op = 10.0;
+        let rs = vec![a, b];
+        let g = &groups(&rs)[0];
+        assert!(g.is_single_thread());
+        assert!((g.ratio("scalelock", "scalelock", 1).unwrap() - 1.25).abs() < 1e-9);
     }
 
     #[test]

@@ -97,7 +97,9 @@ td.good {{ color: #070; }} td.bad {{ color: #a00; }}
 .machine td {{ text-align: left; }}
 </style></head><body>
 <h1>scalelock bench</h1>
-<p>Each point ran for {dur} ms after {warm} ms of warm-up, threads started on a barrier.
+<p>Each point ran {rounds} rounds of {round} ms, each after {warm} ms of warm-up with its threads
+started on a barrier; the second round ran the points in reverse order, and the round with the
+higher throughput is reported (outside load only ever slows a round down).
 Throughput counts operations of all threads together; CPU per operation is the process's user +
 system time over the measured window divided by the operations; latency is the time to acquire
 the lock, sampled (each sample includes about {clock} ns of reading the clock). Ratios compare against the other locks of this same run: absolute numbers
@@ -108,9 +110,11 @@ from a shared or noisy machine are not comparable across runs.</p>
 <tr><td>Kernel</td><td>{kernel}</td></tr>
 <tr><td>Thread sweep</td><td>{threads}{quick}</td></tr>
 <tr><td>Spin policy</td><td>{policy} (outside adaptive-grid)</td></tr>
+<tr><td>Load average (1 min)</td><td>{load}</td></tr>
 </table>
 "#,
-        dur = run.config.duration_ms,
+        rounds = run.config.rounds,
+        round = run.config.duration_ms / run.config.rounds.max(1) as u64,
         warm = run.config.warmup_ms,
         cpus = m.cpus,
         usable = m.usable_cpus,
@@ -126,6 +130,7 @@ from a shared or noisy machine are not comparable across runs.</p>
         quick = if run.config.quick { " (--quick)" } else { "" },
         policy = esc(&run.config.spin_policy),
         clock = run.config.clock_overhead_ns,
+        load = load_text(run),
     );
 
     let all = groups(&run.results);
@@ -184,6 +189,20 @@ from a shared or noisy machine are not comparable across runs.</p>
     Ok(h)
 }
 
+/// The load averages, with a warning when other work competed with the run.
+fn load_text(run: &Run) -> String {
+    let show = |l: Option<f64>| l.map_or("?".to_string(), |l| format!("{l:.1}"));
+    let [start, end] = run.config.load_average;
+    let mut t = format!("{} at the start, {} at the end", show(start), show(end));
+    if start.is_some_and(|l| l > run.machine.usable_cpus as f64) {
+        t.push_str(
+            " <b style=\"color:#a00\">(more runnable work than CPUs before the bench started: \
+             other programs competed with it, so these numbers are noisy)</b>",
+        );
+    }
+    t
+}
+
 /// One row of the summary table: how `own` fared in workload `n`.
 fn summary_row(h: &mut String, run: &Run, n: &str, ours: &str, own: &str) {
     let _ = write!(
@@ -221,7 +240,7 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
     let series = g.series();
     let threads = g.threads();
     h.push_str("<div class=\"plots\">\n");
-    if threads.len() == 1 {
+    if g.is_single_thread() {
         h.push_str(&bar_plot(g, &series, ours)?);
     } else {
         type Metric = fn(&Record) -> Option<f64>;
@@ -347,10 +366,14 @@ fn line_plot(
     {
         let root = SVGBackend::with_string(&mut svg, (PLOT_W, PLOT_H)).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let (tmin, tmax) = (
+        let (mut tmin, mut tmax) = (
             threads[0] as f64,
             *threads.last().expect("non-empty") as f64,
         );
+        if tmin == tmax {
+            // A single thread count: give the lone points some room.
+            (tmin, tmax) = (tmin / 2.0, tmax * 2.0);
+        }
         let x_range = (tmin..tmax)
             .log_scale()
             .with_key_points(threads.iter().map(|&t| t as f64).collect());
@@ -453,7 +476,7 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
         .filter_map(|s| {
             g.get(s, t)
                 .filter(|r| r.total_ops > 0)
-                .map(|r| (*s, r.ns_per_op))
+                .map(|r| (*s, r.cpu_ns_per_op))
         })
         .collect();
     let n = bars.len().max(1);
@@ -466,7 +489,7 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
         let names: Vec<String> = bars.iter().map(|b| b.0.to_string()).collect();
         let mut chart = ChartBuilder::on(&root)
             .caption(
-                "Lock + unlock, one thread: ns per pair (lower is better)",
+                "Lock + unlock on one thread: CPU ns per pair (lower is better)",
                 ("sans-serif", 17),
             )
             .margin(8)
@@ -487,7 +510,7 @@ fn bar_plot(g: &Group<'_>, series: &[&str], ours: &str) -> Result<String, String
         chart
             .configure_mesh()
             .disable_y_mesh()
-            .x_desc("ns per lock + unlock")
+            .x_desc("CPU ns per lock + unlock")
             .y_label_formatter(&name_at)
             .x_label_formatter(&|x| format!("{x:.0}"))
             .label_style(("sans-serif", 14))
@@ -572,6 +595,17 @@ mod tests {
         let page = html(&run(rs)).unwrap();
         assert_eq!(page.matches("<svg").count(), 4);
         assert!(page.contains("no operation completed"));
+    }
+
+    #[test]
+    fn a_sweep_of_one_thread_count_above_one_still_plots_lines() {
+        let rs = vec![
+            record("w", None, "scalelock", 8, 100.0),
+            record("w", None, "std", 8, 50.0),
+        ];
+        let page = html(&run(rs)).unwrap();
+        assert_eq!(page.matches("<svg").count(), 3);
+        assert!(page.contains("Throughput"));
     }
 
     #[test]

@@ -64,6 +64,10 @@ pub struct Record {
     pub elapsed_s: f64,
     /// Number of latency samples behind `latency_ns`.
     pub latency_samples: u64,
+    /// Process CPU time over the CPU time the threads could have used
+    /// (`elapsed × min(threads, usable CPUs)`): near 1 for spinning, low for sleeping locks, and
+    /// low for a single thread when other work competed for the CPUs.
+    pub cpu_utilization: f64,
     /// Workload-specific parameters (hold time, spin policy, nesting strategy...).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, serde_json::Value>,
@@ -196,6 +200,7 @@ mod tests {
             elapsed: Duration::from_millis(elapsed_ms),
             cpu: Duration::from_millis(cpu_ms),
             latency: h,
+            extra: Vec::new(),
         }
     }
 

@@ -11,7 +11,9 @@
 //!        fn about(&self) -> &'static str { "What it does; which seed it reproduces." }
 //!        fn columns(&self) -> Vec<&'static str> { locks::MUTEXES.to_vec() }
 //!        fn plan(&self, sel: &Selection) -> Vec<Point> { /* one Point per measurement */ }
-//!        // optional: fn ours(&self) -> &'static str { "scalelock" }
+//!        // optional:
+//!        // fn ours(&self) -> &'static str { "scalelock" }
+//!        // fn unavailable(&self) -> Option<String> { None }
 //!    }
 //!    ```
 //!
@@ -27,7 +29,19 @@
 //! plotted separately), `.series("auto")` (the line label, defaults to the lock),
 //! `.param("hold_ns", 1000)` (extra JSON fields under `params`) and `.sample_every(n)`.
 //! Return `Err(message)` from `run` when the workload's own consistency check fails (a lock lost
-//! updates): the bench reports it and exits non-zero.
+//! updates): the bench reports it and exits non-zero. `trial.duration` is the measured time of one
+//! round: every point runs [`ROUNDS`](super::ROUNDS) rounds (the second in reverse order) and
+//! the round with the higher throughput is reported, so a round gets `--duration-ms / ROUNDS`
+//! (100 ms by default, 20 ms with `--quick`). A workload that needs longer (an external server
+//! benchmark) may scale it, and should say so in `about`.
+//!
+//! Results: the driver turns each point's [`Measurement`] into one [`Record`](super::stats::Record)
+//! (throughput, CPU ns per op, latency p50/p99/max, fairness, plus `case`, `series` and
+//! `params`) and the table, `--json`, `--csv` and `--report` show it; a workload never prints or
+//! writes files itself. A workload that measures something the harness does not (an external
+//! program's transactions per second) builds the `Measurement` itself: per-thread operation
+//! counts, the elapsed window, the CPU time, and an empty
+//! [`new_histogram`](super::harness::new_histogram) if it has no latencies.
 //!
 //! Inside `run`, call [`measure`](super::harness::measure)`(trial, &shared, |shared, w| { ..; 1 })`:
 //! it starts `trial.threads` threads on a barrier, warms up, measures, stops, and returns
@@ -39,8 +53,8 @@
 //! calibrated busy work.
 //!
 //! For a lock workload, write the body once, generic over the lock: implement
-//! [`MutexBench`](super::locks::MutexBench) (`fn run<M: BenchMutex>(&self, trial: &Trial) ->
-//! Result<Measurement, String>`) or [`RwBench`](super::locks::RwBench), and let
+//! [`MutexBench`] (`fn run<M: BenchMutex>(&self, trial: &Trial) ->
+//! Result<Measurement, String>`) or [`RwBench`], and let
 //! [`mutex_points`] / [`rwlock_points`] make one point per selected lock and thread count.
 //!
 //! ## Workloads that compare something other than locks
@@ -48,8 +62,17 @@
 //! The `lock` column names whatever is compared. A workload comparing allocators or map variants
 //! returns its variant names from [`Workload::columns`] (e.g. `["system", "scalelock-alloc"]`),
 //! uses them as the `lock` of its points, and names its own entry in [`Workload::ours`] (the
-//! series whose ratio to the best other is reported). `--locks` accepts any name some workload
-//! lists in `columns`, and [`Selection::wants`] filters by it.
+//! series whose ratio to the best other is reported). Series named `<ours>-<variant>` (e.g.
+//! `scalelock-biased`, or `scalelock-alloc-nocache` next to `scalelock-alloc`) belong to the same
+//! family: each gets its own ratio row, against the best series *outside* the family.
+//! `--locks` accepts any name some workload lists in `columns`, and [`Selection::wants`] filters
+//! by it.
+//!
+//! ## Workloads that cannot always run
+//!
+//! A workload that needs something this machine may lack (a `mariadbd` binary, sysbench)
+//! returns the reason from [`Workload::unavailable`]; the bench prints it and skips the
+//! workload instead of failing the run.
 
 use super::harness::{Measurement, Trial};
 use super::locks::{self, MutexBench, RwBench};
@@ -57,7 +80,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod adaptive_grid;
+mod large_alloc;
+mod lockstat_overhead;
 mod log_append;
+mod mariadb_sysbench;
 mod mutex_common;
 mod mutex_long;
 mod mutex_short;
@@ -80,6 +106,9 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(recursive_read::RecursiveRead),
         Box::new(log_append::LogAppend),
         Box::new(path_lookup::PathLookup),
+        Box::new(lockstat_overhead::LockstatOverhead),
+        Box::new(large_alloc::LargeAlloc),
+        Box::new(mariadb_sysbench::MariadbSysbench),
     ]
 }
 
@@ -91,9 +120,19 @@ pub trait Workload: Send + Sync {
     fn about(&self) -> &'static str;
     /// Every value this workload can put in the `lock` column (used to validate `--locks`).
     fn columns(&self) -> Vec<&'static str>;
-    /// The series compared against the best of the others in tables and reports.
+    /// The series compared against the best of the others in tables and reports (with its
+    /// `<ours>-<variant>` family).
     fn ours(&self) -> &'static str {
         "scalelock"
+    }
+    /// Whether a bench run without `--workload` includes it (false for workloads that need
+    /// outside programs or take minutes, such as `mariadb-sysbench`).
+    fn in_default_sweep(&self) -> bool {
+        true
+    }
+    /// Why this workload cannot run on this machine, if it cannot (it is then skipped).
+    fn unavailable(&self) -> Option<String> {
+        None
     }
     /// The measurements to make for this selection.
     fn plan(&self, sel: &Selection) -> Vec<Point>;
@@ -266,6 +305,90 @@ mod tests {
             let cols = w.columns();
             assert!(points.iter().all(|p| cols.contains(&p.lock.as_str())));
         }
+    }
+
+    use crate::bench::harness::Trial;
+    use crate::bench::locks::{BenchMutex, BenchRwLock, Nesting};
+    use crate::bench::work::Work;
+    use std::time::Duration;
+
+    fn trial(threads: usize) -> Trial {
+        Trial {
+            threads,
+            warmup: Duration::from_millis(2),
+            duration: Duration::from_millis(15),
+            sample_every: 4,
+        }
+    }
+
+    /// A "lock" that does not lock: the workloads' checks must catch it.
+    struct NoLock;
+
+    impl BenchMutex for NoLock {
+        fn new() -> Self {
+            NoLock
+        }
+        fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+
+    impl BenchRwLock for NoLock {
+        const NESTING: Nesting = Nesting::Reentrant;
+        fn new() -> Self {
+            NoLock
+        }
+        fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+            f()
+        }
+    }
+
+    fn hold() -> mutex_common::HoldBench {
+        mutex_common::HoldBench {
+            hold: Work::ns(50),
+            think: Work::NONE,
+        }
+    }
+
+    fn mix() -> rw_common::RwMix {
+        rw_common::RwMix {
+            write_one_in: 2,
+            nested: true,
+            think: Work::NONE,
+        }
+    }
+
+    #[test]
+    fn every_mutex_passes_the_lost_update_check_under_contention() {
+        for lock in locks::MUTEXES.iter().chain([&locks::FLOOR]) {
+            let m = locks::run_mutex(lock, &hold(), &trial(4))
+                .unwrap_or_else(|e| panic!("{lock}: {e}"));
+            assert!(m.ops_all > 0, "{lock}");
+        }
+    }
+
+    #[test]
+    fn every_rwlock_passes_the_torn_read_and_lost_update_checks_under_contention() {
+        for lock in locks::RWLOCKS {
+            let m = locks::run_rwlock(lock, &mix(), &trial(4))
+                .unwrap_or_else(|e| panic!("{lock}: {e}"));
+            assert!(m.ops_all > 0 && m.tally > 0, "{lock}");
+        }
+    }
+
+    #[test]
+    fn the_checks_catch_a_lock_that_does_not_exclude() {
+        // Races are likely but not certain in one short run; a few tries make a miss negligible.
+        let caught_mutex = (0..20).any(|_| {
+            <mutex_common::HoldBench as MutexBench>::run::<NoLock>(&hold(), &trial(4)).is_err()
+        });
+        assert!(caught_mutex, "lost updates went unnoticed");
+        let caught_rw = (0..20)
+            .any(|_| <rw_common::RwMix as RwBench>::run::<NoLock>(&mix(), &trial(4)).is_err());
+        assert!(caught_rw, "torn reads / lost updates went unnoticed");
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //!
 //! Locks without a safe recursive read use what they offer, recorded in the `nesting` param:
 //! `nested read` (spin, glibc pthread: waiting writers never block readers), `read_recursive`
-//! (parking_lot), `flattened (no recursive read)` (std, crossbeam ShardedLock: the nested section
+//! (scalelock, scalelock-biased, parking_lot), `flattened (no recursive read)` (std, crossbeam
+//! ShardedLock: the nested section
 //! runs under the outer read lock without a second acquisition; a real nested read could
 //! deadlock behind a waiting writer).
 
@@ -33,8 +34,9 @@ impl Workload for RecursiveRead {
          operation in 200 is a write. Seed 003: ZFS's rrw_lock was a mutex so nested readers \
          could not deadlock behind a waiting writer, and readers serialised. Locks without a \
          safe recursive read use what they offer (param `nesting`): std and crossbeam-sharded \
-         run the nested section under the outer lock (flattened); parking_lot uses \
-         read_recursive; spin and glibc pthread never block readers behind writers."
+         run the nested section under the outer lock (flattened); scalelock, scalelock-biased \
+         and parking_lot use read_recursive; spin and glibc pthread never block readers behind \
+         writers, so a plain nested read is safe there."
     }
 
     fn columns(&self) -> Vec<&'static str> {

@@ -88,7 +88,9 @@ impl Workload for Uncontended {
         "Lock + unlock on one thread, nanoseconds per pair: the fast paths alone (seed 000: on \
          OSv even an uncontended pthread_rwlock_rdlock paid for a sleeping mutex). Cases: mutex, \
          rwlock read, rwlock write; a bare test-and-set spinlock (`tas`) is the physical floor. \
-         Always one thread, whatever --threads says."
+         Always one thread, whatever --threads says. Plotted and compared as CPU ns per pair \
+         (process CPU time / pairs), which preemption by other programs does not inflate; the \
+         JSON's ops_per_sec and ns_per_op are wall-clock."
     }
 
     fn columns(&self) -> Vec<&'static str> {

@@ -1,0 +1,288 @@
+//! `mariadb-sysbench`: a real database server, MariaDB, under sysbench OLTP, with glibc's pthread
+//! locks and with scalelock's (through `libscalelock_preload.so`).
+//!
+//! The seeds' users run MySQL and MariaDB; this is the end-to-end check that the preload library
+//! holds up (and what it changes) inside one. The workload runs `scripts/mariadb-sysbench.sh`
+//! once for all its points: it starts one private MariaDB per lock on unix sockets in a temp
+//! directory (own datadirs, no TCP), prepares the sysbench tables once, and alternates the runs
+//! between the servers point by point, so that load drifting on a shared machine hits both alike.
+//!
+//! Not part of the default sweep (it needs the Debian packages `mariadb-server` and `sysbench`
+//! and takes minutes): select it with `--workload mariadb-sysbench`. Each point runs sysbench for
+//! the bench's `--duration-ms`, at least 5 s. An operation is a sysbench transaction; latencies
+//! are sysbench's own per-transaction histogram; `cpu_ns_per_op` is not measured (0), and the
+//! per-thread fairness columns hold the total, since sysbench reports no per-thread counts.
+
+use super::{Point, Selection, Workload};
+use crate::bench::harness::{new_histogram, Measurement, Trial};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// See the module docs.
+pub struct MariadbSysbench;
+
+/// The bench's lock names and the script's.
+const LOCKS: [(&str, &str); 2] = [("pthread", "glibc"), ("scalelock", "scalelock")];
+const CASES: [&str; 2] = ["oltp_read_only", "oltp_read_write"];
+
+/// One sysbench run, from the script's `--results` file.
+#[derive(Clone, Debug)]
+struct Run {
+    transactions: u64,
+    tps: f64,
+    histogram_file: PathBuf,
+}
+
+type Key = (String, String, usize);
+
+/// The script is run once, by the first point that needs it; every point reads its row.
+struct Shared {
+    locks: Vec<&'static str>,
+    threads: Vec<usize>,
+    quick: bool,
+    results: Mutex<Option<Result<HashMap<Key, Run>, String>>>,
+}
+
+impl Workload for MariadbSysbench {
+    fn name(&self) -> &'static str {
+        "mariadb-sysbench"
+    }
+
+    fn about(&self) -> &'static str {
+        "MariaDB under sysbench oltp_read_only and oltp_read_write, with glibc's pthread locks \
+         and with scalelock's through LD_PRELOAD (scripts/mariadb-sysbench.sh; needs mariadb-server \
+         and sysbench; not in the default sweep). Operations are sysbench transactions, latencies \
+         sysbench's per-transaction histogram; CPU time is not measured."
+    }
+
+    fn columns(&self) -> Vec<&'static str> {
+        LOCKS.iter().map(|(bench, _)| *bench).collect()
+    }
+
+    fn in_default_sweep(&self) -> bool {
+        false
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        let missing: Vec<&str> = [
+            "mariadbd",
+            "mariadb-install-db",
+            "mariadb-admin",
+            "sysbench",
+        ]
+        .into_iter()
+        .filter(|tool| !installed(tool))
+        .collect();
+        if !missing.is_empty() {
+            return Some(format!(
+                "{} not installed (Debian packages mariadb-server, sysbench)",
+                missing.join(", ")
+            ));
+        }
+        let script = script_path();
+        (!script.is_file()).then(|| format!("{} not found", script.display()))
+    }
+
+    fn plan(&self, sel: &Selection) -> Vec<Point> {
+        let locks: Vec<&'static str> = LOCKS
+            .iter()
+            .filter(|(bench, _)| sel.wants(bench))
+            .map(|(_, script)| *script)
+            .collect();
+        let shared = Arc::new(Shared {
+            locks: locks.clone(),
+            threads: sel.threads.clone(),
+            quick: sel.quick,
+            results: Mutex::new(None),
+        });
+        let mut points = Vec::new();
+        for case in CASES {
+            for &(bench_lock, script_lock) in LOCKS.iter().filter(|(_, s)| locks.contains(s)) {
+                for &threads in &sel.threads {
+                    let shared = Arc::clone(&shared);
+                    points.push(
+                        Point::new(bench_lock, threads, move |trial| {
+                            shared.point(case, script_lock, threads, trial)
+                        })
+                        .case(case),
+                    );
+                }
+            }
+        }
+        points
+    }
+}
+
+impl Shared {
+    fn point(
+        &self,
+        case: &str,
+        lock: &str,
+        threads: usize,
+        trial: &Trial,
+    ) -> Result<Measurement, String> {
+        let mut guard = self.results.lock().map_err(|_| "poisoned".to_string())?;
+        let results = guard.get_or_insert_with(|| self.run_script(trial.duration));
+        let results = results.as_ref().map_err(Clone::clone)?;
+        let run = results
+            .get(&(case.to_string(), lock.to_string(), threads))
+            .ok_or_else(|| {
+                format!("the script reported no {case} run for {lock} at {threads} threads")
+            })?;
+        measurement(run)
+    }
+
+    fn run_script(&self, duration: Duration) -> Result<HashMap<Key, Run>, String> {
+        let script = script_path();
+        let dir =
+            std::env::temp_dir().join(format!("scalelock-bench-mariadb-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let results_file = dir.join("results.txt");
+        let hist_dir = dir.join("histograms");
+        let threads: Vec<String> = self.threads.iter().map(usize::to_string).collect();
+        let secs = duration.as_secs().max(5);
+        let mut cmd = Command::new("bash");
+        cmd.arg(&script);
+        if self.quick {
+            cmd.arg("--quick");
+        }
+        cmd.args(["--threads", &threads.join(" ")])
+            .args(["--time", &secs.to_string()])
+            .args(["--locks", &self.locks.join(" ")])
+            .arg("--results")
+            .arg(&results_file)
+            .arg("--histograms")
+            .arg(&hist_dir);
+        if let Ok(lib) = crate::launch::find_library() {
+            cmd.arg("--lib").arg(lib);
+        }
+        // The script's own report goes to our stderr: the side-by-side table and lockstat.
+        let out = cmd
+            .stdout(std::process::Stdio::inherit())
+            .status()
+            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        let text = std::fs::read_to_string(&results_file).unwrap_or_default();
+        let parsed = parse_results(&text, &hist_dir);
+        match out.code() {
+            Some(0) => Ok(parsed),
+            Some(77) => Err(
+                "mariadbd or sysbench is not installed (Debian packages mariadb-server, \
+                             sysbench)"
+                    .into(),
+            ),
+            _ => Err(format!(
+                "{} failed ({out}); see its output above",
+                script.display()
+            )),
+        }
+    }
+}
+
+/// Whether `tool` is on `PATH` (or in `/usr/sbin`, where Debian puts `mariadbd`).
+fn installed(tool: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin")])
+        .any(|dir| dir.join(tool).is_file())
+}
+
+/// `scripts/mariadb-sysbench.sh` in this source tree, or `$SCALELOCK_MARIADB_SCRIPT`.
+fn script_path() -> PathBuf {
+    std::env::var_os("SCALELOCK_MARIADB_SCRIPT")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mariadb-sysbench.sh")
+        })
+}
+
+/// Lines `workload lock threads tps p95 max errors transactions`.
+fn parse_results(text: &str, hist_dir: &Path) -> HashMap<Key, Run> {
+    let mut runs = HashMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 8 {
+            continue;
+        }
+        let (Ok(threads), Ok(tps), Ok(transactions)) = (
+            f[2].parse::<usize>(),
+            f[3].parse::<f64>(),
+            f[7].parse::<u64>(),
+        ) else {
+            continue;
+        };
+        runs.insert(
+            (f[0].to_string(), f[1].to_string(), threads),
+            Run {
+                transactions,
+                tps,
+                histogram_file: hist_dir.join(format!("{}-{}-{}.txt", f[0], f[1], threads)),
+            },
+        );
+    }
+    runs
+}
+
+fn measurement(run: &Run) -> Result<Measurement, String> {
+    let mut latency = new_histogram();
+    let text = std::fs::read_to_string(&run.histogram_file)
+        .map_err(|e| format!("{}: {e}", run.histogram_file.display()))?;
+    for line in text.lines() {
+        // "       0.185 |*****************          1082"
+        let Some((value, rest)) = line.split_once('|') else {
+            continue;
+        };
+        let (Ok(ms), Some(Ok(count))) = (
+            value.trim().parse::<f64>(),
+            rest.split_whitespace().last().map(str::parse::<u64>),
+        ) else {
+            continue;
+        };
+        let ns = (ms * 1e6).round().max(1.0) as u64;
+        latency
+            .record_n(ns.min(latency.high()), count)
+            .map_err(|e| format!("latency histogram: {e}"))?;
+    }
+    let elapsed = if run.tps > 0.0 {
+        Duration::from_secs_f64(run.transactions as f64 / run.tps)
+    } else {
+        Duration::ZERO
+    };
+    Ok(Measurement {
+        thread_ops: vec![run.transactions],
+        ops_all: run.transactions,
+        tally: 0,
+        elapsed,
+        cpu: Duration::ZERO,
+        latency,
+        extra: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_results_and_histograms() {
+        let dir =
+            std::env::temp_dir().join(format!("mariadb-sysbench-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("oltp_read_only-glibc-4.txt"),
+            "       0.500 |****   10\n       2.000 |*      1\n",
+        )
+        .unwrap();
+        let runs = parse_results("oltp_read_only glibc 4 1100.00 2.00 2.00 0 11000\n", &dir);
+        let run = &runs[&("oltp_read_only".into(), "glibc".into(), 4)];
+        let m = measurement(run).unwrap();
+        assert_eq!(m.thread_ops, vec![11000]);
+        assert_eq!(m.latency.len(), 11);
+        assert!(m.latency.max() >= 1_990_000 && m.latency.max() <= 2_010_000);
+        assert!((m.elapsed.as_secs_f64() - 10.0).abs() < 1e-6);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}

@@ -1,0 +1,620 @@
+//! `pthread_rwlock_*` on scalelock's [`RawRwLock`].
+//!
+//! # The 56 bytes of `pthread_rwlock_t` (x86_64 glibc)
+//!
+//! ```text
+//!  offset  glibc's field            here
+//!   0..12  __readers, __writers,    scalelock::RawRwLock (state word, writer sequence, learned
+//!          __wrphase_futex          spin estimate); all-zero is unlocked
+//!  12..16  __writers_futex          unused (zero)
+//!  16..24  __pad3, __pad4           writer: pthread_self() of the write holder, 0 otherwise
+//!  24..28  __cur_writer             unused (zero)
+//!  28..32  __shared                 non-zero: process-shared. Written only by glibc's own
+//!                                   pthread_rwlock_init; set means "glibc's rwlock": pass through
+//!  32..48  __rwelision, __pad1/2    unused (zero)
+//!  48..52  __flags                  kind, as glibc and its static initialisers define it:
+//!                                   0 prefer readers (default), 1 prefer writers (glibc treats
+//!                                   it as 0), 2 prefer writers, non-recursive
+//!  52..56  padding                  unused
+//! ```
+//!
+//! # Readers and writers
+//!
+//! POSIX lets a thread take a read lock it already holds, and glibc's default kind (prefer
+//! readers) makes that safe even while a writer waits. So, for kinds 0 and 1, `rdlock` is
+//! scalelock's *recursive* read (it enters whenever no writer holds the lock); writers still get
+//! their turn because scalelock's rwlock is phase-fair once readers have to wait. Kind 2 (prefer
+//! writers, non-recursive) uses the plain read, which stays out while a writer waits.
+//!
+//! `pthread_rwlock_unlock` does not say which lock it releases: if the lock is held for writing,
+//! the caller (which must hold it) is the writer; otherwise it is a reader.
+
+use crate::config::{mode, Mode};
+use crate::mutex::{clock_of, me};
+use crate::real;
+use crate::stats;
+use core::ffi::c_int;
+use core::mem::{align_of, offset_of, size_of};
+use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use libc::{clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
+use scalelock::wait::{Clock, Deadline, SpinBudget, Spinner};
+use scalelock::RawRwLock;
+
+/// The in-place view of a `pthread_rwlock_t` (see the module's drawing).
+#[repr(C)]
+pub(crate) struct RwLock {
+    raw: RawRwLock,
+    _unused_12: AtomicU32,
+    writer: AtomicU64,
+    _unused_24: AtomicI32,
+    shared: AtomicI32,
+    _unused_32: [AtomicU64; 2],
+    kind: AtomicI32,
+    _unused_52: AtomicU32,
+}
+
+const _: () = {
+    assert!(size_of::<RwLock>() == size_of::<pthread_rwlock_t>());
+    assert!(size_of::<pthread_rwlock_t>() == 56);
+    assert!(align_of::<RwLock>() <= align_of::<pthread_rwlock_t>());
+    assert!(size_of::<RawRwLock>() == 12);
+    assert!(offset_of!(RwLock, writer) == 16);
+    assert!(offset_of!(RwLock, shared) == 28);
+    assert!(offset_of!(RwLock, kind) == 48);
+};
+
+/// glibc's `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`.
+const PREFER_WRITER_NONRECURSIVE: i32 = 2;
+
+extern "C" {
+    fn pthread_rwlockattr_getpshared(a: *const pthread_rwlockattr_t, p: *mut c_int) -> c_int;
+    fn pthread_rwlockattr_getkind_np(a: *const pthread_rwlockattr_t, k: *mut c_int) -> c_int;
+}
+
+enum Route<'a> {
+    Ours(&'a RwLock),
+    Glibc,
+    Unavailable,
+}
+
+/// # Safety
+/// `l` is non-null, aligned and points at a live `pthread_rwlock_t`.
+#[inline]
+unsafe fn route<'a>(l: *mut pthread_rwlock_t) -> Route<'a> {
+    // SAFETY: the caller's promise; every field of `RwLock` is an atomic (or scalelock's raw
+    // rwlock, made of atomics), so any bytes are valid.
+    let rw = unsafe { &*(l as *const RwLock) };
+    let glibc_object = rw.shared.load(Ordering::Relaxed) != 0;
+    if mode() == Mode::Glibc || glibc_object {
+        if real::available() {
+            return Route::Glibc;
+        }
+        if glibc_object {
+            return Route::Unavailable;
+        }
+    }
+    Route::Ours(rw)
+}
+
+/// Reads the optional timespec of a timed call on `clock` (`None`: untimed).
+enum Wait {
+    Forever,
+    Until(Deadline),
+    Invalid,
+}
+
+/// # Safety
+/// `ts` is null or readable.
+unsafe fn wait_of(clock: Option<Clock>, ts: *const timespec) -> Wait {
+    match clock {
+        None => Wait::Forever,
+        Some(_) if ts.is_null() => Wait::Invalid,
+        // SAFETY: non-null, readable (the caller's promise).
+        Some(c) => match Deadline::from_timespec(c, unsafe { ts.read() }) {
+            Some(d) => Wait::Until(d),
+            None => Wait::Invalid,
+        },
+    }
+}
+
+/// A timed acquisition under `SCALELOCK_LOCK=spin`, where the library's own timed waits would
+/// spin past their deadline: retry `try_take` until it succeeds or the deadline passes.
+fn spin_until(deadline: &Deadline, try_take: impl Fn() -> bool) -> bool {
+    let mut spinner = Spinner::new(SpinBudget::Unbounded);
+    loop {
+        if try_take() {
+            return true;
+        }
+        if deadline.has_passed() {
+            return false;
+        }
+        spinner.spin();
+    }
+}
+
+impl RwLock {
+    fn addr(&self) -> usize {
+        self as *const RwLock as usize
+    }
+
+    fn recursive_reads(&self) -> bool {
+        self.kind.load(Ordering::Relaxed) != PREFER_WRITER_NONRECURSIVE
+    }
+
+    fn try_read(&self) -> bool {
+        if self.recursive_reads() {
+            self.raw.try_lock_shared_recursive()
+        } else {
+            self.raw.try_lock_shared()
+        }
+    }
+
+    fn try_write(&self) -> bool {
+        self.raw.try_lock_exclusive()
+    }
+
+    /// # Safety
+    /// `ts` is null or readable.
+    unsafe fn read(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
+        if self.writer.load(Ordering::Relaxed) == me() {
+            return libc::EDEADLK;
+        }
+        if self.try_read() {
+            stats::acquired(self.addr(), caller);
+            return 0;
+        }
+        let recursive = self.recursive_reads();
+        // SAFETY: the caller's promise.
+        let ok = match unsafe { wait_of(clock, ts) } {
+            Wait::Invalid => return libc::EINVAL,
+            Wait::Forever => {
+                stats::waiting_at(caller, || {
+                    if recursive {
+                        self.raw.lock_shared_recursive();
+                    } else {
+                        self.raw.lock_shared();
+                    }
+                });
+                true
+            }
+            Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_read()),
+            Wait::Until(d) if recursive => {
+                stats::waiting_at(caller, || self.raw.try_lock_shared_recursive_until(&d))
+            }
+            Wait::Until(d) => stats::waiting_at(caller, || self.raw.try_lock_shared_until(&d)),
+        };
+        if ok {
+            stats::acquired(self.addr(), caller);
+            0
+        } else {
+            libc::ETIMEDOUT
+        }
+    }
+
+    /// # Safety
+    /// `ts` is null or readable.
+    unsafe fn write(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
+        let me = me();
+        if self.writer.load(Ordering::Relaxed) == me {
+            return libc::EDEADLK;
+        }
+        if !self.try_write() {
+            // SAFETY: the caller's promise.
+            let ok = match unsafe { wait_of(clock, ts) } {
+                Wait::Invalid => return libc::EINVAL,
+                Wait::Forever => {
+                    stats::waiting_at(caller, || self.raw.lock_exclusive());
+                    true
+                }
+                Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_write()),
+                Wait::Until(d) => {
+                    stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d))
+                }
+            };
+            if !ok {
+                return libc::ETIMEDOUT;
+            }
+        }
+        stats::acquired(self.addr(), caller);
+        self.writer.store(me, Ordering::Relaxed);
+        0
+    }
+
+    fn unlock(&self) -> c_int {
+        if self.raw.is_locked_exclusive() {
+            self.writer.store(0, Ordering::Relaxed);
+            // SAFETY: held for writing, and the caller holds it (POSIX's precondition), so the
+            // caller is the writer.
+            unsafe { self.raw.unlock_exclusive() };
+            0
+        } else if self.raw.is_locked() {
+            // SAFETY: held, not for writing: the caller holds one of the read locks.
+            unsafe { self.raw.unlock_shared() };
+            0
+        } else {
+            libc::EPERM
+        }
+    }
+}
+
+/// `pthread_rwlock_init`: a process-shared rwlock is glibc's.
+///
+/// # Safety
+/// `l` points at writable memory for a `pthread_rwlock_t`; `attr` is null or initialised.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_init(
+    l: *mut pthread_rwlock_t,
+    attr: *const pthread_rwlockattr_t,
+) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    let (mut pshared, mut kind) = (libc::PTHREAD_PROCESS_PRIVATE, 0);
+    if !attr.is_null() {
+        // SAFETY: an initialised attribute (the caller's promise), only read by glibc's getters.
+        unsafe {
+            pthread_rwlockattr_getpshared(attr, &mut pshared);
+            pthread_rwlockattr_getkind_np(attr, &mut kind);
+        }
+    }
+    let shared = pshared != libc::PTHREAD_PROCESS_PRIVATE;
+    if shared || mode() == Mode::Glibc {
+        if real::available() {
+            // SAFETY: pass-through with the caller's arguments.
+            return unsafe { real::rwlock_init(l, attr) };
+        }
+        if shared {
+            return libc::EAGAIN;
+        }
+    }
+    // SAFETY: `l` is valid for writes of a whole pthread_rwlock_t; nobody uses an rwlock while it
+    // is being initialised.
+    unsafe {
+        core::ptr::write_bytes(l.cast::<u8>(), 0, size_of::<pthread_rwlock_t>());
+        (*(l as *const RwLock)).kind.store(kind, Ordering::Relaxed);
+    }
+    0
+}
+
+/// `pthread_rwlock_destroy`: `EBUSY` if held.
+///
+/// # Safety
+/// `l` points at an initialised `pthread_rwlock_t`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        Route::Ours(rw) if rw.raw.is_locked() => libc::EBUSY,
+        Route::Ours(_) => 0,
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_destroy(l) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_rdlock`: `EDEADLK` if the caller holds the write lock.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_rdlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_rdlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_rdlock`].
+unsafe extern "C" fn rwlock_rdlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        // SAFETY: no timespec.
+        Route::Ours(rw) => unsafe { rw.read(None, core::ptr::null(), caller) },
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_rdlock(l) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_tryrdlock`: `EBUSY` if a writer holds the lock (or, kind 2, waits).
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_tryrdlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_tryrdlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_tryrdlock`].
+unsafe extern "C" fn rwlock_tryrdlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        Route::Ours(rw) if rw.try_read() => {
+            stats::acquired(rw.addr(), caller);
+            0
+        }
+        Route::Ours(_) => libc::EBUSY,
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_tryrdlock(l) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_timedrdlock`: `abstime` on `CLOCK_REALTIME`; `ETIMEDOUT`, `EINVAL`.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`; `abstime` is null or readable.
+    pub fn pthread_rwlock_timedrdlock(l: *mut pthread_rwlock_t, abstime: *const timespec) -> c_int = rwlock_timedrdlock_from, "rdx";
+}
+
+/// The body of [`pthread_rwlock_timedrdlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_timedrdlock`].
+unsafe extern "C" fn rwlock_timedrdlock_from(
+    l: *mut pthread_rwlock_t,
+    abstime: *const timespec,
+    caller: usize,
+) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        // SAFETY: the caller's promise.
+        Route::Ours(rw) => unsafe { rw.read(Some(Clock::Realtime), abstime, caller) },
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_timedrdlock(l, abstime) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_clockrdlock`: `abstime` on `clockid` (monotonic or realtime).
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_timedrdlock`].
+    pub fn pthread_rwlock_clockrdlock(l: *mut pthread_rwlock_t, clockid: clockid_t, abstime: *const timespec) -> c_int = rwlock_clockrdlock_from, "rcx";
+}
+
+/// The body of [`pthread_rwlock_clockrdlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_clockrdlock`].
+unsafe extern "C" fn rwlock_clockrdlock_from(
+    l: *mut pthread_rwlock_t,
+    clockid: clockid_t,
+    abstime: *const timespec,
+    caller: usize,
+) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        Route::Ours(rw) => match clock_of(clockid) {
+            // SAFETY: the caller's promise.
+            Some(c) => unsafe { rw.read(Some(c), abstime, caller) },
+            None => libc::EINVAL,
+        },
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_clockrdlock(l, clockid, abstime) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_wrlock`: `EDEADLK` if the caller holds the write lock.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_wrlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_wrlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_wrlock`].
+unsafe extern "C" fn rwlock_wrlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        // SAFETY: no timespec.
+        Route::Ours(rw) => unsafe { rw.write(None, core::ptr::null(), caller) },
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_wrlock(l) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_trywrlock`: `EBUSY` if held.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`.
+    pub fn pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_trywrlock_from, "rsi";
+}
+
+/// The body of [`pthread_rwlock_trywrlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_trywrlock`].
+unsafe extern "C" fn rwlock_trywrlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        Route::Ours(rw) if rw.try_write() => {
+            stats::acquired(rw.addr(), caller);
+            rw.writer.store(me(), Ordering::Relaxed);
+            0
+        }
+        Route::Ours(_) => libc::EBUSY,
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_trywrlock(l) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_timedwrlock`: `abstime` on `CLOCK_REALTIME`; `ETIMEDOUT`, `EINVAL`.
+    ///
+    /// # Safety
+    /// `l` points at an initialised `pthread_rwlock_t`; `abstime` is null or readable.
+    pub fn pthread_rwlock_timedwrlock(l: *mut pthread_rwlock_t, abstime: *const timespec) -> c_int = rwlock_timedwrlock_from, "rdx";
+}
+
+/// The body of [`pthread_rwlock_timedwrlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_timedwrlock`].
+unsafe extern "C" fn rwlock_timedwrlock_from(
+    l: *mut pthread_rwlock_t,
+    abstime: *const timespec,
+    caller: usize,
+) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        // SAFETY: the caller's promise.
+        Route::Ours(rw) => unsafe { rw.write(Some(Clock::Realtime), abstime, caller) },
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_timedwrlock(l, abstime) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+entry_with_caller! {
+    /// `pthread_rwlock_clockwrlock`: `abstime` on `clockid` (monotonic or realtime).
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_timedwrlock`].
+    pub fn pthread_rwlock_clockwrlock(l: *mut pthread_rwlock_t, clockid: clockid_t, abstime: *const timespec) -> c_int = rwlock_clockwrlock_from, "rcx";
+}
+
+/// The body of [`pthread_rwlock_clockwrlock`], called with the caller's return address.
+///
+/// # Safety
+/// As for [`pthread_rwlock_clockwrlock`].
+unsafe extern "C" fn rwlock_clockwrlock_from(
+    l: *mut pthread_rwlock_t,
+    clockid: clockid_t,
+    abstime: *const timespec,
+    caller: usize,
+) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        Route::Ours(rw) => match clock_of(clockid) {
+            // SAFETY: the caller's promise.
+            Some(c) => unsafe { rw.write(Some(c), abstime, caller) },
+            None => libc::EINVAL,
+        },
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_clockwrlock(l, clockid, abstime) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+/// `pthread_rwlock_unlock`: releases the caller's write lock or one of its read locks.
+///
+/// # Safety
+/// `l` points at an initialised `pthread_rwlock_t` the caller holds.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    match unsafe { route(l) } {
+        Route::Ours(rw) => rw.unlock(),
+        // SAFETY: pass-through.
+        Route::Glibc => unsafe { real::rwlock_unlock(l) },
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
+// The names older binaries still use.
+
+/// `__pthread_rwlock_init`.
+///
+/// # Safety
+/// As for [`pthread_rwlock_init`].
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_rwlock_init(
+    l: *mut pthread_rwlock_t,
+    attr: *const pthread_rwlockattr_t,
+) -> c_int {
+    // SAFETY: same contract.
+    unsafe { pthread_rwlock_init(l, attr) }
+}
+
+/// `__pthread_rwlock_destroy`.
+///
+/// # Safety
+/// As for [`pthread_rwlock_destroy`].
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_int {
+    // SAFETY: same contract.
+    unsafe { pthread_rwlock_destroy(l) }
+}
+
+entry_with_caller! {
+    /// `__pthread_rwlock_rdlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_rdlock`].
+    pub fn __pthread_rwlock_rdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_rdlock_from, "rsi";
+}
+
+entry_with_caller! {
+    /// `__pthread_rwlock_tryrdlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_tryrdlock`].
+    pub fn __pthread_rwlock_tryrdlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_tryrdlock_from, "rsi";
+}
+
+entry_with_caller! {
+    /// `__pthread_rwlock_wrlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_wrlock`].
+    pub fn __pthread_rwlock_wrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_wrlock_from, "rsi";
+}
+
+entry_with_caller! {
+    /// `__pthread_rwlock_trywrlock`.
+    ///
+    /// # Safety
+    /// As for [`pthread_rwlock_trywrlock`].
+    pub fn __pthread_rwlock_trywrlock(l: *mut pthread_rwlock_t) -> c_int = rwlock_trywrlock_from, "rsi";
+}
+
+/// `__pthread_rwlock_unlock`.
+///
+/// # Safety
+/// As for [`pthread_rwlock_unlock`].
+#[no_mangle]
+pub unsafe extern "C" fn __pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
+    // SAFETY: same contract.
+    unsafe { pthread_rwlock_unlock(l) }
+}

@@ -1,0 +1,167 @@
+//! `pthread_spin_*`: a test-and-test-and-set lock that stops burning a core it cannot use.
+//!
+//! # The 4 bytes of `pthread_spinlock_t`
+//!
+//! ```text
+//!  0 free, 1 held: glibc's own encoding, so a process-shared spinlock in shared memory works
+//!  between a process that runs under this library and one that does not.
+//! ```
+//!
+//! A waiter re-reads the word with scalelock's calibrated backoff ([`Spinner`]) for up to
+//! [`MAX_ADAPTIVE_SPIN_NS`], then yields the CPU (`sched_yield`) before spinning again, so that
+//! when threads outnumber cores the holder gets to run instead of being starved by spinners (glibc
+//! spins without ever yielding). With `SCALELOCK_LOCK=spin` it never yields.
+//!
+//! The word stays a plain flag (no futex sleep) because the same 4 bytes may be shared between
+//! processes and carry no room to say so.
+
+use crate::config::{mode, Mode};
+use crate::real;
+use core::ffi::c_int;
+use core::sync::atomic::{AtomicI32, Ordering};
+use libc::pthread_spinlock_t;
+use scalelock::wait::{SpinBudget, Spinner, MAX_ADAPTIVE_SPIN_NS};
+
+const _: () = assert!(core::mem::size_of::<pthread_spinlock_t>() == 4);
+
+/// # Safety
+/// `s` is non-null, aligned and points at a live `pthread_spinlock_t`.
+#[inline]
+unsafe fn word<'a>(s: *mut pthread_spinlock_t) -> &'a AtomicI32 {
+    // SAFETY: the caller's promise; AtomicI32 has the size and alignment of the C int.
+    unsafe { AtomicI32::from_ptr(s) }
+}
+
+/// Whether glibc serves spinlocks (`SCALELOCK_LOCK=glibc`, once its functions are resolved).
+#[inline]
+fn glibc() -> bool {
+    mode() == Mode::Glibc && real::available()
+}
+
+#[inline]
+fn try_take(w: &AtomicI32) -> bool {
+    w.load(Ordering::Relaxed) == 0
+        && w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+}
+
+#[cold]
+fn lock_slow(w: &AtomicI32) {
+    let yields = mode() != Mode::Spin;
+    loop {
+        let mut spinner = Spinner::new(if yields {
+            SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS)
+        } else {
+            SpinBudget::Unbounded
+        });
+        while spinner.spin() {
+            if try_take(w) {
+                return;
+            }
+        }
+        if try_take(w) {
+            return;
+        }
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+    }
+}
+
+/// `pthread_spin_init`: process-shared or not, the same 0/1 word (see the module comment).
+///
+/// # Safety
+/// `s` points at writable memory for a `pthread_spinlock_t`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) -> c_int {
+    if s.is_null() {
+        return libc::EINVAL;
+    }
+    if glibc() {
+        // SAFETY: pass-through.
+        return unsafe { real::spin_init(s, pshared) };
+    }
+    // SAFETY: the caller's promise.
+    unsafe { word(s) }.store(0, Ordering::Release);
+    0
+}
+
+/// `pthread_spin_destroy`.
+///
+/// # Safety
+/// `s` points at an initialised `pthread_spinlock_t`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_spin_destroy(s: *mut pthread_spinlock_t) -> c_int {
+    if s.is_null() {
+        return libc::EINVAL;
+    }
+    if glibc() {
+        // SAFETY: pass-through.
+        return unsafe { real::spin_destroy(s) };
+    }
+    0
+}
+
+/// `pthread_spin_lock`.
+///
+/// # Safety
+/// `s` points at an initialised `pthread_spinlock_t`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_spin_lock(s: *mut pthread_spinlock_t) -> c_int {
+    if s.is_null() {
+        return libc::EINVAL;
+    }
+    if glibc() {
+        // SAFETY: pass-through.
+        return unsafe { real::spin_lock(s) };
+    }
+    // SAFETY: the caller's promise.
+    let w = unsafe { word(s) };
+    if w.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_err()
+    {
+        lock_slow(w);
+    }
+    0
+}
+
+/// `pthread_spin_trylock`: `EBUSY` if held.
+///
+/// # Safety
+/// `s` points at an initialised `pthread_spinlock_t`.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_spin_trylock(s: *mut pthread_spinlock_t) -> c_int {
+    if s.is_null() {
+        return libc::EINVAL;
+    }
+    if glibc() {
+        // SAFETY: pass-through.
+        return unsafe { real::spin_trylock(s) };
+    }
+    // SAFETY: the caller's promise.
+    let w = unsafe { word(s) };
+    if w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+        .is_ok()
+    {
+        0
+    } else {
+        libc::EBUSY
+    }
+}
+
+/// `pthread_spin_unlock`.
+///
+/// # Safety
+/// `s` points at an initialised `pthread_spinlock_t` the caller holds.
+#[no_mangle]
+pub unsafe extern "C" fn pthread_spin_unlock(s: *mut pthread_spinlock_t) -> c_int {
+    if s.is_null() {
+        return libc::EINVAL;
+    }
+    if glibc() {
+        // SAFETY: pass-through.
+        return unsafe { real::spin_unlock(s) };
+    }
+    // SAFETY: the caller's promise.
+    unsafe { word(s) }.store(0, Ordering::Release);
+    0
+}

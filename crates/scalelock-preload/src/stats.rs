@@ -1,0 +1,135 @@
+//! Lockstat for the program's pthread locks, on scalelock's address-keyed lockstat
+//! ([`scalelock::stats::raw`]).
+//!
+//! Every lock is identified by the address of its `pthread_*_t` (scalelock's raw lock lives at
+//! offset 0, so the waits its contended path records land on the same key) and every acquisition
+//! by the return address of the C call (see `entry_with_caller!`), which the report prints as
+//! `function+0xoffset`. With `SCALELOCK_LOCKSTAT` on (`1`, `on`, `exit`), the library counts
+//! every acquisition and attributes every wait to its caller; the table is written when the
+//! process exits, and when it dies of a SIGINT it had left at its default action (the
+//! `scalelock profile` and Ctrl-C case), to `SCALELOCK_LOCKSTAT_FILE` if set, else to stderr,
+//! `SCALELOCK_LOCKSTAT_TOP` rows per part (default 20). Writing the table allocates nothing.
+
+use crate::config::write_stderr;
+use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use scalelock::stats::{self, raw};
+
+/// Counts an acquisition of the lock at `lock` (nothing while recording is off).
+///
+/// Counted per lock only, not per call site: a server such as MariaDB acquires thousands of
+/// short-lived locks from hundreds of sites, and a (lock, site) entry for each would fill
+/// lockstat's fixed table within seconds. Waits, which are what the table ranks, keep their
+/// call sites (see [`waiting_at`]).
+#[inline]
+pub(crate) fn acquired(lock: usize, _caller: usize) {
+    if raw::enabled() {
+        raw::acquired(lock, 0);
+    }
+}
+
+/// Runs a blocking acquisition, attributing what scalelock's lock records while waiting to
+/// `caller`.
+#[inline]
+pub(crate) fn waiting_at<R>(caller: usize, f: impl FnOnce() -> R) -> R {
+    raw::with_caller(caller, f)
+}
+
+/// The process that arranged the report (a forked child exiting must not overwrite it).
+static OWNER_PID: AtomicI32 = AtomicI32::new(0);
+static WRITTEN: AtomicBool = AtomicBool::new(false);
+
+/// At load: if recording is on, arranges for the table to be written at exit and on SIGINT.
+pub(crate) fn on_load() {
+    if !stats::enabled() {
+        return;
+    }
+    let lockstat = getenv(c"SCALELOCK_LOCKSTAT").unwrap_or(b"");
+    let file = getenv(c"SCALELOCK_LOCKSTAT_FILE");
+    // `exit` already prints to stderr (scalelock's own printer); add ours only for a file.
+    if lockstat == b"exit" && file.is_none() {
+        return;
+    }
+    // SAFETY: getpid has no preconditions.
+    OWNER_PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
+    // SAFETY: registers an `extern "C" fn()` that lives as long as the process.
+    unsafe { libc::atexit(write_report) };
+    // SAFETY: sigaction with a zeroed, then filled, struct; the handler only writes the report
+    // (no allocation, no lock) and re-raises with the default action.
+    unsafe {
+        let mut old: libc::sigaction = core::mem::zeroed();
+        if libc::sigaction(libc::SIGINT, core::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_DFL
+        {
+            let mut act: libc::sigaction = core::mem::zeroed();
+            act.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
+            act.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(libc::SIGINT, &act, core::ptr::null_mut());
+        }
+    }
+}
+
+extern "C" fn on_sigint(sig: libc::c_int) {
+    write_report();
+    // SA_RESETHAND restored the default action: die of the signal as the program would have.
+    // SAFETY: raise has no preconditions.
+    unsafe { libc::raise(sig) };
+}
+
+fn getenv(name: &core::ffi::CStr) -> Option<&'static [u8]> {
+    // SAFETY: NUL-terminated name; the result is null or a NUL-terminated environment string.
+    let p = unsafe { libc::getenv(name.as_ptr()) };
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: non-null, NUL-terminated.
+        Some(unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes())
+    }
+}
+
+fn top_rows() -> usize {
+    let mut n: usize = 0;
+    match getenv(c"SCALELOCK_LOCKSTAT_TOP") {
+        Some(v) if !v.is_empty() && v.iter().all(u8::is_ascii_digit) => {
+            for &d in v {
+                n = n.saturating_mul(10).saturating_add(usize::from(d - b'0'));
+            }
+            n.max(1)
+        }
+        _ => stats::EXIT_REPORT_ROWS,
+    }
+}
+
+/// Writes the table once, from the process that arranged it.
+extern "C" fn write_report() {
+    // SAFETY: getpid has no preconditions.
+    if OWNER_PID.load(Ordering::Relaxed) != unsafe { libc::getpid() }
+        || WRITTEN.swap(true, Ordering::Relaxed)
+    {
+        return;
+    }
+    let mut fd = 2;
+    if let Some(path) = getenv(c"SCALELOCK_LOCKSTAT_FILE") {
+        // SAFETY: `path` is the bytes of a NUL-terminated environment string, so its pointer is
+        // a valid C string.
+        let f = unsafe {
+            libc::open(
+                path.as_ptr().cast(),
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
+                0o644,
+            )
+        };
+        if f >= 0 {
+            fd = f;
+        } else {
+            write_stderr(
+                b"scalelock: cannot open SCALELOCK_LOCKSTAT_FILE; lockstat table follows\n",
+            );
+        }
+    }
+    stats::report_to_fd(fd, top_rows());
+    if fd != 2 {
+        // SAFETY: closing the descriptor opened above.
+        unsafe { libc::close(fd) };
+    }
+}

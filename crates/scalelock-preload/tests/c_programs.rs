@@ -1,0 +1,172 @@
+//! The C test programs in `tests/c/`, compiled with gcc and run three ways: under plain glibc
+//! (the programs check POSIX behaviour, so they must pass there too), under
+//! `LD_PRELOAD=libscalelock_preload.so`, and under the library with `SCALELOCK_LOCK=glibc` (and
+//! `spin` for the quick ones). Each program checks which implementation actually served it.
+
+mod common;
+
+use common::{compile, compile_shared, preload_lib, run_program, Run};
+
+fn all_ways(program: &str) {
+    let exe = compile(program);
+    let lib = preload_lib();
+    run_program(
+        &exe,
+        &Run {
+            preload: None,
+            mode: None,
+            expect: "none",
+            env: &[],
+        },
+    );
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: None,
+            expect: "scalelock",
+            env: &[],
+        },
+    );
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("glibc"),
+            expect: "glibc",
+            env: &[],
+        },
+    );
+}
+
+#[test]
+fn mutex_types_static_initialisers_error_codes_and_timeouts() {
+    all_ways("mutex");
+}
+
+#[test]
+fn mutex_under_spin_mode() {
+    let exe = compile("mutex");
+    let lib = preload_lib();
+    let env = [("SCALELOCK_TEST_ITERS", "300")];
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("spin"),
+            expect: "spin",
+            env: &env,
+        },
+    );
+}
+
+#[test]
+fn condvar_producer_consumer_both_clocks_timeouts_destroy() {
+    all_ways("cond");
+}
+
+#[test]
+fn fork_child_uses_locks_and_process_shared_passes_through() {
+    all_ways("fork");
+}
+
+#[test]
+fn spinlocks_private_and_process_shared() {
+    all_ways("spin");
+    let exe = compile("spin");
+    let lib = preload_lib();
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("spin"),
+            expect: "spin",
+            env: &[],
+        },
+    );
+}
+
+#[test]
+fn bad_lock_kind_is_reported_once_and_the_default_used() {
+    let exe = compile("spin");
+    let lib = preload_lib();
+    let out = run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: Some("fastest"),
+            expect: "scalelock",
+            env: &[],
+        },
+    );
+    let lines: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("SCALELOCK_LOCK"))
+        .collect();
+    assert_eq!(
+        lines,
+        ["scalelock: ignoring SCALELOCK_LOCK=fastest: expected scalelock, spin or glibc; using scalelock"],
+        "stderr was: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn locks_taken_before_the_library_constructor_runs() {
+    let exe = compile("early");
+    let early = compile_shared("early_lib");
+    let early = early.to_str().expect("utf-8 path");
+    let lib = preload_lib();
+    let env = [("EXTRA_PRELOAD", early)];
+    run_program(
+        &exe,
+        &Run {
+            preload: None,
+            mode: None,
+            expect: "none",
+            env: &env,
+        },
+    );
+    for (mode, expect) in [(None, "scalelock"), (Some("glibc"), "glibc")] {
+        run_program(
+            &exe,
+            &Run {
+                preload: Some(&lib),
+                mode,
+                expect,
+                env: &env,
+            },
+        );
+    }
+}
+
+#[test]
+fn rwlock_readers_in_parallel_writer_exclusion_error_codes() {
+    all_ways("rwlock");
+}
+
+#[test]
+fn no_lock_call_allocates() {
+    let exe = compile("noalloc");
+    // The guard itself works: an allocation made inside a guarded call aborts the program.
+    let mut cmd = std::process::Command::new(&exe);
+    cmd.env("NOALLOC_SELFTEST", "1").env_remove("LD_PRELOAD");
+    let (status, _, err) = common::run_with_timeout(cmd, common::PROGRAM_TIMEOUT).expect("ran");
+    assert!(
+        !status.success() && err.contains("allocation inside"),
+        "{status}: {err}"
+    );
+    all_ways("noalloc");
+    let lib = preload_lib();
+    let env = [("SCALELOCK_LOCKSTAT", "1")];
+    run_program(
+        &exe,
+        &Run {
+            preload: Some(&lib),
+            mode: None,
+            expect: "scalelock",
+            env: &env,
+        },
+    );
+}

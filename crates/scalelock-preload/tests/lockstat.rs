@@ -1,0 +1,97 @@
+//! `SCALELOCK_LOCKSTAT=1`: the library writes the lockstat table when the program exits, or dies
+//! of SIGINT, naming each lock by address and its callers by function.
+
+mod common;
+
+use common::{compile_with, preload_lib, run_with_timeout, PROGRAM_TIMEOUT};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn report_path(tag: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("lockstat-{tag}-{}.txt", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+fn run(
+    arg: Option<&str>,
+    lockstat: Option<&str>,
+    file: &PathBuf,
+) -> (std::process::ExitStatus, String) {
+    let exe = compile_with("lockstat", &["-rdynamic"]);
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_PRELOAD", preload_lib())
+        .env("SCALELOCK_TEST_EXPECT", "scalelock")
+        .env("SCALELOCK_LOCKSTAT_FILE", file)
+        .env_remove("SCALELOCK_LOCK")
+        .env_remove("SCALELOCK_LOCKSTAT");
+    if let Some(v) = lockstat {
+        cmd.env("SCALELOCK_LOCKSTAT", v);
+    }
+    if let Some(a) = arg {
+        cmd.arg(a);
+    }
+    let (status, out, err) = run_with_timeout(cmd, PROGRAM_TIMEOUT).expect("program ran");
+    assert!(
+        out.contains("ok contended"),
+        "stdout:\n{out}\nstderr:\n{err}"
+    );
+    (status, out)
+}
+
+/// The addresses the program printed: "mutex at 0x..., rwlock at 0x...".
+fn addresses(out: &str) -> Vec<String> {
+    out.lines()
+        .find(|l| l.starts_with("mutex at "))
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|w| w.starts_with("0x"))
+                .map(|w| w.trim_end_matches(',').to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn table_at_exit_names_locks_by_address_and_callers_by_function() {
+    let file = report_path("exit");
+    let (status, out) = run(None, Some("1"), &file);
+    assert!(status.success(), "{status}");
+    let table = std::fs::read_to_string(&file).expect("the library wrote the table");
+    eprintln!("{table}");
+    let addrs = addresses(&out);
+    assert_eq!(addrs.len(), 2, "{out}");
+    for a in &addrs {
+        assert!(
+            table.contains(a.as_str()),
+            "lock {a} missing from:\n{table}"
+        );
+    }
+    assert!(
+        table.contains("hot_path_lock"),
+        "caller not named:\n{table}"
+    );
+}
+
+#[test]
+fn table_is_written_when_the_program_dies_of_sigint() {
+    let file = report_path("sigint");
+    let (status, _) = run(Some("sigint"), Some("1"), &file);
+    assert_eq!(status.signal(), Some(libc_sigint()), "{status}");
+    let table = std::fs::read_to_string(&file).expect("the library wrote the table");
+    assert!(table.contains("hot_path_lock"), "{table}");
+}
+
+#[test]
+fn nothing_is_written_without_lockstat() {
+    let file = report_path("off");
+    let (status, _) = run(None, None, &file);
+    assert!(status.success());
+    assert!(!file.exists(), "a table was written with lockstat off");
+}
+
+fn libc_sigint() -> i32 {
+    2
+}

@@ -1,0 +1,212 @@
+//! Quick measurement for the rwlock family (until the bench covers it):
+//!
+//! 1. uncontended `RwLock` read + unlock against `Mutex` lock + unlock (target: <= 1.0x);
+//! 2. read-mostly throughput (0.1% writes) at 1 and 2 threads for `BiasedRwLock`, scalelock's
+//!    `RwLock`, crossbeam's `ShardedLock`, std's `RwLock` and parking_lot's `RwLock` (target:
+//!    `BiasedRwLock` 2 threads >= 1.9x its 1 thread, and >= `ShardedLock`).
+//!
+//! `cargo run --release -p scalelock --example rwlock_quick [-- --ms 300]`
+//!
+//! Figures are ratios within one run: absolute times on a shared machine are not comparable.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+trait Lock: Send + Sync + 'static {
+    const NAME: &'static str;
+    fn new() -> Self;
+    fn read(&self) -> u64;
+    fn write(&self);
+}
+
+macro_rules! lock_impl {
+    ($ty:ty, $name:expr, $read:ident, $write:ident) => {
+        impl Lock for $ty {
+            const NAME: &'static str = $name;
+            fn new() -> Self {
+                <$ty>::new(0)
+            }
+            #[inline]
+            fn read(&self) -> u64 {
+                *self.$read().unwrap_or_std()
+            }
+            #[inline]
+            fn write(&self) {
+                *self.$write().unwrap_or_std() += 1;
+            }
+        }
+    };
+}
+
+/// Lets one macro serve locks whose guards come bare or in a `LockResult`.
+trait UnwrapOrStd {
+    type Out;
+    fn unwrap_or_std(self) -> Self::Out;
+}
+impl<G> UnwrapOrStd for std::sync::LockResult<G> {
+    type Out = G;
+    fn unwrap_or_std(self) -> G {
+        self.unwrap()
+    }
+}
+macro_rules! bare_guard {
+    ($($g:ty),*) => {$(
+        impl<'a> UnwrapOrStd for $g {
+            type Out = $g;
+            fn unwrap_or_std(self) -> $g { self }
+        }
+    )*};
+}
+bare_guard!(
+    scalelock::BiasedRwLockReadGuard<'a, u64>,
+    scalelock::BiasedRwLockWriteGuard<'a, u64>,
+    scalelock::RwLockReadGuard<'a, u64>,
+    scalelock::RwLockWriteGuard<'a, u64>,
+    parking_lot::RwLockReadGuard<'a, u64>,
+    parking_lot::RwLockWriteGuard<'a, u64>
+);
+
+lock_impl!(
+    scalelock::BiasedRwLock<u64>,
+    "scalelock-biased",
+    read,
+    write
+);
+lock_impl!(scalelock::RwLock<u64>, "scalelock", read, write);
+lock_impl!(
+    crossbeam_utils::sync::ShardedLock<u64>,
+    "crossbeam-sharded",
+    read,
+    write
+);
+lock_impl!(std::sync::RwLock<u64>, "std", read, write);
+lock_impl!(parking_lot::RwLock<u64>, "parking_lot", read, write);
+
+/// Ops per second of `threads` threads doing reads with one write in 1000, for `ms`.
+fn read_mostly<L: Lock>(threads: usize, ms: u64) -> f64 {
+    mixed::<L>(threads, ms, 1000)
+}
+
+/// Ops per second of `threads` threads doing reads with one write in `every`, for `ms`.
+fn mixed<L: Lock>(threads: usize, ms: u64, every: u32) -> f64 {
+    let lock = Arc::new(L::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let (lock, stop, start) = (lock.clone(), stop.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let mut ops = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    for i in 0..1000 {
+                        if i % every == every - 1 {
+                            lock.write();
+                        } else {
+                            black_box(lock.read());
+                        }
+                    }
+                    ops += 1000;
+                }
+                ops
+            })
+        })
+        .collect();
+    start.wait();
+    let t0 = Instant::now();
+    std::thread::sleep(Duration::from_millis(ms));
+    stop.store(true, Ordering::Relaxed);
+    let ops: u64 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    ops as f64 / t0.elapsed().as_secs_f64()
+}
+
+/// Best of `runs` (noise on a shared machine only ever makes a run slower).
+fn best(runs: usize, mut f: impl FnMut() -> f64) -> f64 {
+    (0..runs).map(|_| f()).fold(0.0, f64::max)
+}
+
+fn ns_per_op(iters: u64, mut f: impl FnMut()) -> f64 {
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        f();
+    }
+    t0.elapsed().as_nanos() as f64 / iters as f64
+}
+
+fn main() {
+    let ms: u64 = std::env::args()
+        .skip_while(|a| a != "--ms")
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+
+    // 1. Uncontended cost, interleaved runs, best of each.
+    let rw = scalelock::RwLock::new(0u64);
+    let m = scalelock::Mutex::new(0u64);
+    let b = scalelock::BiasedRwLock::new(0u64);
+    // Many short interleaved samples, minimum of each: on a shared machine a preemption only
+    // ever makes a sample slower, and short samples are often untouched.
+    let iters = 1_000_000;
+    let rounds = 60;
+    let (mut read_ns, mut lock_ns, mut biased_ns) = (f64::MAX, f64::MAX, f64::MAX);
+    for _ in 0..rounds {
+        read_ns = read_ns.min(ns_per_op(iters, || {
+            black_box(*black_box(&rw).read());
+        }));
+        lock_ns = lock_ns.min(ns_per_op(iters, || {
+            black_box(*black_box(&m).lock());
+        }));
+        biased_ns = biased_ns.min(ns_per_op(iters, || {
+            black_box(*black_box(&b).read());
+        }));
+    }
+    println!("uncontended (best of {rounds} x {iters}):");
+    println!("  scalelock::RwLock read+unlock        {read_ns:6.2} ns");
+    println!("  scalelock::Mutex lock+unlock         {lock_ns:6.2} ns");
+    let ratio = read_ns / lock_ns;
+    println!("  ratio                                {ratio:6.2}x  (target <= 1.0x)");
+    println!("  scalelock::BiasedRwLock read+unlock  {biased_ns:6.2} ns  (biased: own row only)");
+
+    // 2. Read-mostly scaling.
+    println!("\nread-mostly, 0.1% writes, best of 3 x {ms} ms (Mops/s):");
+    println!(
+        "  {:<18} {:>9} {:>9} {:>8}",
+        "lock", "1 thread", "2 threads", "2T/1T"
+    );
+    fn row<L: Lock>(ms: u64) -> (f64, f64) {
+        let one = best(3, || read_mostly::<L>(1, ms));
+        let two = best(3, || read_mostly::<L>(2, ms));
+        println!(
+            "  {:<18} {:>9.1} {:>9.1} {:>7.2}x",
+            L::NAME,
+            one / 1e6,
+            two / 1e6,
+            two / one
+        );
+        (one, two)
+    }
+    let (b1, b2) = row::<scalelock::BiasedRwLock<u64>>(ms);
+    let _ = row::<scalelock::RwLock<u64>>(ms);
+    let (_, s2) = row::<crossbeam_utils::sync::ShardedLock<u64>>(ms);
+    let _ = row::<std::sync::RwLock<u64>>(ms);
+    let _ = row::<parking_lot::RwLock<u64>>(ms);
+    println!(
+        "\nscalelock-biased: 2T/1T = {:.2}x (target >= 1.9x); 2T vs crossbeam-sharded = {:.2}x \
+         (target >= 1.0x)",
+        b2 / b1,
+        b2 / s2
+    );
+
+    // 3. Frequent writes: the bias should fade out, leaving BiasedRwLock close to RwLock.
+    println!("\nwrite-heavy, 10% writes, 2 threads, best of 3 x {ms} ms (Mops/s):");
+    let bw = best(3, || mixed::<scalelock::BiasedRwLock<u64>>(2, ms, 10));
+    let rw = best(3, || mixed::<scalelock::RwLock<u64>>(2, ms, 10));
+    println!(
+        "  scalelock-biased {:.1}, scalelock {:.1}: biased/plain = {:.2}x (target >= ~0.95x)",
+        bw / 1e6,
+        rw / 1e6,
+        bw / rw
+    );
+}

@@ -1,0 +1,359 @@
+//! The fixed global table every lockstat record lands in.
+//!
+//! One open-addressed array of [`CAPACITY`] cache-line-aligned entries in `.bss`, keyed by
+//! `(lock address, site)`. Site [`SITE_TOTAL`] holds a lock's totals; any other site holds what
+//! was recorded at one call site of that lock ([`SITE_UNKNOWN`] when the caller is not known).
+//! Entries are claimed with one compare-exchange and never freed, so a pointer to an entry stays
+//! valid for the life of the process (the `Mutex` wrapper caches one). Nothing here allocates,
+//! locks, formats or panics: it runs on lock paths.
+//!
+//! Site encoding (one `usize`):
+//!
+//! ```text
+//!   0              SITE_TOTAL    the lock's totals
+//!   2              SITE_UNKNOWN  recorded without a caller (raw lock_api path, condvar)
+//!   even, >= 8     &'static core::panic::Location (align 8: low three bits clear)
+//!   odd            (code address << 1) | 1, a C caller's return address (preload)
+//! ```
+
+use core::panic::Location;
+use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+/// Number of entries (a power of two). 4096 × 448 bytes ≈ 1.8 MiB of zero pages, touched only
+/// as entries are claimed.
+pub(crate) const CAPACITY: usize = 4096;
+/// How many slots a lookup probes before it gives up and counts the event as dropped.
+const MAX_PROBES: usize = 64;
+/// Wait-time histogram buckets: bucket `b` counts waits in `[2^(b-1), 2^b)` ns, the last one all
+/// longer waits.
+pub(crate) const HIST_BUCKETS: usize = 32;
+
+/// Site of a lock's totals entry.
+pub(crate) const SITE_TOTAL: usize = 0;
+/// Site of events recorded without a known caller.
+pub(crate) const SITE_UNKNOWN: usize = 2;
+
+/// Encodes a Rust call site.
+#[inline]
+pub(crate) fn site_of_location(loc: &'static Location<'static>) -> usize {
+    loc as *const Location<'static> as usize
+}
+
+/// Encodes a C caller's code address (0: unknown).
+#[inline]
+pub(crate) fn site_of_address(addr: usize) -> usize {
+    if addr == 0 {
+        SITE_UNKNOWN
+    } else {
+        (addr << 1) | 1
+    }
+}
+
+/// A decoded site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SiteKey {
+    Total,
+    Unknown,
+    Location(&'static Location<'static>),
+    Address(usize),
+}
+
+pub(crate) fn decode_site(site: usize) -> SiteKey {
+    match site {
+        SITE_TOTAL => SiteKey::Total,
+        SITE_UNKNOWN => SiteKey::Unknown,
+        s if s & 1 == 1 => SiteKey::Address(s >> 1),
+        // SAFETY: even site values >= 8 are only ever produced by `site_of_location` from a
+        // `&'static Location`, which lives for the whole process.
+        s => SiteKey::Location(unsafe { &*(s as *const Location<'static>) }),
+    }
+}
+
+const EMPTY: u8 = 0;
+const CLAIMING: u8 = 1;
+const READY: u8 = 2;
+
+/// What a lock is called: a name, or the site that created it (16 bytes: it lives in every
+/// `Mutex`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Label {
+    Name(&'static str),
+    Created(&'static Location<'static>),
+}
+
+/// One `(lock, site)` record. Counters are relaxed atomics: they are statistics, and a report is
+/// a snapshot, not a transaction.
+#[repr(align(64))]
+pub(crate) struct Entry {
+    key_state: AtomicU8,
+    lock: AtomicUsize,
+    site: AtomicUsize,
+    /// Seqlock over the label: 0 never set, odd while being written.
+    label_seq: AtomicUsize,
+    label_ptr: AtomicUsize,
+    /// Name length, or `usize::MAX` when `label_ptr` is a `&'static Location`.
+    label_len: AtomicUsize,
+
+    /// Acquisitions. On a totals entry written by lock holders with a plain load + store (they
+    /// are serialised by the lock itself); `reset` therefore never writes it but moves
+    /// `acquisitions_base` instead.
+    pub(crate) acquisitions: AtomicU64,
+    pub(crate) acquisitions_base: AtomicU64,
+    /// Totals entry: this lock's copy of the global sample mask (next to the counter it is
+    /// tested against, so the wrapper's fast path reads one cache line).
+    pub(crate) sample_mask: AtomicU64,
+    pub(crate) contended: AtomicU64,
+    pub(crate) timeouts: AtomicU64,
+    pub(crate) spin_ns: AtomicU64,
+    pub(crate) sleeps: AtomicU64,
+    pub(crate) handoffs: AtomicU64,
+    pub(crate) wait_ns: AtomicU64,
+    pub(crate) max_wait_ns: AtomicU64,
+    pub(crate) hold_samples: AtomicU64,
+    pub(crate) hold_ns: AtomicU64,
+    pub(crate) max_hold_ns: AtomicU64,
+    /// Totals entry only: start of a sampled hold in progress (0: none) and its site.
+    pub(crate) hold_start: AtomicU64,
+    pub(crate) hold_site: AtomicUsize,
+    pub(crate) wait_hist: [AtomicU64; HIST_BUCKETS],
+}
+
+#[allow(clippy::declare_interior_mutable_const)]
+const ZERO: AtomicU64 = AtomicU64::new(0);
+
+impl Entry {
+    const fn new() -> Entry {
+        Entry {
+            key_state: AtomicU8::new(EMPTY),
+            lock: AtomicUsize::new(0),
+            site: AtomicUsize::new(0),
+            label_seq: AtomicUsize::new(0),
+            label_ptr: AtomicUsize::new(0),
+            label_len: AtomicUsize::new(0),
+            acquisitions: ZERO,
+            acquisitions_base: ZERO,
+            sample_mask: ZERO,
+            contended: ZERO,
+            timeouts: ZERO,
+            spin_ns: ZERO,
+            sleeps: ZERO,
+            handoffs: ZERO,
+            wait_ns: ZERO,
+            max_wait_ns: ZERO,
+            hold_samples: ZERO,
+            hold_ns: ZERO,
+            max_hold_ns: ZERO,
+            hold_start: ZERO,
+            hold_site: AtomicUsize::new(0),
+            wait_hist: [ZERO; HIST_BUCKETS],
+        }
+    }
+
+    /// The `(lock, site)` key, if this entry is in use.
+    #[inline]
+    pub(crate) fn key(&self) -> Option<(usize, usize)> {
+        if self.key_state.load(Ordering::Acquire) == READY {
+            Some((
+                self.lock.load(Ordering::Relaxed),
+                self.site.load(Ordering::Relaxed),
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// The lock address this entry belongs to (0 while not in use).
+    #[inline]
+    pub(crate) fn lock_addr(&self) -> usize {
+        self.lock.load(Ordering::Relaxed)
+    }
+
+    /// Sets the label: the latest lock object to claim this address names it. A seqlock keeps
+    /// pointer and length consistent for readers; a writer that finds another one writing gives up.
+    pub(crate) fn set_label(&self, label: Label) {
+        let (ptr, len) = match label {
+            Label::Name(s) => (s.as_ptr() as usize, s.len()),
+            Label::Created(loc) => (loc as *const Location<'static> as usize, usize::MAX),
+        };
+        let seq = self.label_seq.load(Ordering::Relaxed);
+        if seq & 1 == 1
+            || self
+                .label_seq
+                .compare_exchange(seq, seq + 1, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return;
+        }
+        // Release fence: a reader that sees the new pointer or length also sees the odd sequence.
+        core::sync::atomic::fence(Ordering::Release);
+        self.label_ptr.store(ptr, Ordering::Relaxed);
+        self.label_len.store(len, Ordering::Relaxed);
+        // Release: a reader that sees seq + 2 sees the pointer and length written above.
+        self.label_seq.store(seq + 2, Ordering::Release);
+    }
+
+    pub(crate) fn label(&self) -> Option<Label> {
+        for _ in 0..100 {
+            let seq = self.label_seq.load(Ordering::Acquire);
+            if seq == 0 {
+                return None;
+            }
+            if seq & 1 == 1 {
+                core::hint::spin_loop();
+                continue;
+            }
+            let ptr = self.label_ptr.load(Ordering::Relaxed);
+            let len = self.label_len.load(Ordering::Relaxed);
+            core::sync::atomic::fence(Ordering::Acquire);
+            if self.label_seq.load(Ordering::Relaxed) != seq {
+                continue;
+            }
+            return Some(if len == usize::MAX {
+                // SAFETY: a consistent (seqlock-validated) pair stored by `set_label` from a
+                // `&'static Location`.
+                Label::Created(unsafe { &*(ptr as *const Location<'static>) })
+            } else {
+                // SAFETY: a consistent (seqlock-validated) pointer and length of a `&'static str`
+                // stored by `set_label`; the string lives for the whole process and is UTF-8.
+                Label::Name(unsafe {
+                    core::str::from_utf8_unchecked(core::slice::from_raw_parts(
+                        ptr as *const u8,
+                        len,
+                    ))
+                })
+            });
+        }
+        None
+    }
+
+    /// Adds one contention (or timed-out attempt) record.
+    pub(crate) fn add_wait(
+        &self,
+        wait_ns: u64,
+        spun_ns: u64,
+        sleeps: u64,
+        handoff: bool,
+        ok: bool,
+    ) {
+        self.contended.fetch_add(1, Ordering::Relaxed);
+        if !ok {
+            self.timeouts.fetch_add(1, Ordering::Relaxed);
+        }
+        if spun_ns != 0 {
+            self.spin_ns.fetch_add(spun_ns, Ordering::Relaxed);
+        }
+        if sleeps != 0 {
+            self.sleeps.fetch_add(sleeps, Ordering::Relaxed);
+        }
+        if handoff {
+            self.handoffs.fetch_add(1, Ordering::Relaxed);
+        }
+        self.wait_ns.fetch_add(wait_ns, Ordering::Relaxed);
+        self.max_wait_ns.fetch_max(wait_ns, Ordering::Relaxed);
+        self.wait_hist[hist_bucket(wait_ns)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one sampled hold time.
+    pub(crate) fn add_hold(&self, hold_ns: u64) {
+        self.hold_samples.fetch_add(1, Ordering::Relaxed);
+        self.hold_ns.fetch_add(hold_ns, Ordering::Relaxed);
+        self.max_hold_ns.fetch_max(hold_ns, Ordering::Relaxed);
+    }
+
+    /// Starts a new interval for this entry.
+    pub(crate) fn reset(&self) {
+        self.acquisitions_base
+            .store(self.acquisitions.load(Ordering::Relaxed), Ordering::Relaxed);
+        for c in [
+            &self.contended,
+            &self.timeouts,
+            &self.spin_ns,
+            &self.sleeps,
+            &self.handoffs,
+            &self.wait_ns,
+            &self.max_wait_ns,
+            &self.hold_samples,
+            &self.hold_ns,
+            &self.max_hold_ns,
+            &self.hold_start,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        for h in &self.wait_hist {
+            h.store(0, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Log2 bucket of a wait time.
+#[inline]
+pub(crate) fn hist_bucket(ns: u64) -> usize {
+    ((64 - ns.leading_zeros()) as usize).min(HIST_BUCKETS - 1)
+}
+
+/// The table.
+pub(crate) static TABLE: [Entry; CAPACITY] = [const { Entry::new() }; CAPACITY];
+/// Events that found no free slot within `MAX_PROBES`.
+pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
+
+#[inline]
+fn slot_of(lock: usize, site: usize) -> usize {
+    let h = (lock ^ site.rotate_left(29)) as u64;
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CAPACITY.trailing_zeros())) as usize
+}
+
+/// Finds the entry for `(lock, site)`, claiming a free one if `insert`. `None` when absent (and
+/// not inserting) or when the table is full around that slot (counted in [`DROPPED`]).
+pub(crate) fn lookup(lock: usize, site: usize, insert: bool) -> Option<&'static Entry> {
+    let start = slot_of(lock, site);
+    for i in 0..MAX_PROBES {
+        let e = &TABLE[(start + i) & (CAPACITY - 1)];
+        let mut state = e.key_state.load(Ordering::Acquire);
+        if state == EMPTY {
+            if !insert {
+                return None;
+            }
+            match e.key_state.compare_exchange(
+                EMPTY,
+                CLAIMING,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    e.lock.store(lock, Ordering::Relaxed);
+                    e.site.store(site, Ordering::Relaxed);
+                    // Release: whoever sees READY sees the key.
+                    e.key_state.store(READY, Ordering::Release);
+                    return Some(e);
+                }
+                Err(current) => state = current,
+            }
+        }
+        if state == CLAIMING {
+            // Another thread is a few instructions from publishing this key; wait briefly. If it
+            // was preempted, move on: at worst the key gets a second entry, which a report merges.
+            for _ in 0..64 {
+                core::hint::spin_loop();
+                state = e.key_state.load(Ordering::Acquire);
+                if state == READY {
+                    break;
+                }
+            }
+        }
+        if state == READY
+            && e.lock.load(Ordering::Relaxed) == lock
+            && e.site.load(Ordering::Relaxed) == site
+        {
+            return Some(e);
+        }
+    }
+    if insert {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+    None
+}
+
+/// Every entry in use, with its key.
+pub(crate) fn entries() -> impl Iterator<Item = (&'static Entry, usize, usize)> {
+    TABLE.iter().filter_map(|e| e.key().map(|(l, s)| (e, l, s)))
+}

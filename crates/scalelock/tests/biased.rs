@@ -1,0 +1,352 @@
+//! `BiasedRwLock`'s promises, one test each. Stress tests run 64-256 threads and are bounded: a
+//! hang fails the test with a message.
+#![cfg(not(loom))]
+
+use lock_api::{
+    RawRwLock as _, RawRwLockRecursiveTimed, RawRwLockUpgradeDowngrade, RawRwLockUpgradeTimed,
+};
+use scalelock::{
+    BiasedRwLock, BiasedRwLockReadGuard, BiasedRwLockUpgradableReadGuard, BiasedRwLockWriteGuard,
+    RawBiasedRwLock,
+};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// Runs `f` in a thread and fails (instead of hanging) if it takes longer than `secs`.
+fn within(secs: u64, what: &'static str, f: impl FnOnce() + Send + 'static) {
+    let (tx, rx) = mpsc::channel();
+    let h = thread::spawn(move || {
+        f();
+        let _ = tx.send(());
+    });
+    match rx.recv_timeout(Duration::from_secs(secs)) {
+        Ok(()) => h.join().unwrap(),
+        Err(mpsc::RecvTimeoutError::Disconnected) => {
+            if let Err(p) = h.join() {
+                std::panic::resume_unwind(p);
+            }
+        }
+        Err(mpsc::RecvTimeoutError::Timeout) => {
+            panic!("{what}: not done after {secs} s (lost wake-up or starvation)")
+        }
+    }
+}
+
+fn bytes_of(raw: &RawBiasedRwLock) -> [u8; 64] {
+    // SAFETY: reads the 64 bytes of a live lock; no other thread uses this lock while the test
+    // looks, so the plain read does not race with an atomic write.
+    unsafe { std::ptr::read(raw as *const RawBiasedRwLock as *const [u8; 64]) }
+}
+
+#[test]
+fn lock_is_one_cache_line_and_const_constructible() {
+    static LOCK: BiasedRwLock<u32> = BiasedRwLock::const_new(RawBiasedRwLock::INIT, 3);
+    assert_eq!(*LOCK.read(), 3);
+    assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 64);
+    assert_eq!(std::mem::align_of::<RawBiasedRwLock>(), 64);
+}
+
+#[test]
+fn implements_rwlock_timed_downgrade_recursive_and_upgrade() {
+    fn all<R: RawRwLockUpgradeTimed + RawRwLockRecursiveTimed + RawRwLockUpgradeDowngrade>() {}
+    all::<RawBiasedRwLock>();
+    let lock = BiasedRwLock::new(0);
+    let w = lock.try_write_for(Duration::from_millis(10)).unwrap();
+    let r = BiasedRwLockWriteGuard::downgrade(w);
+    assert!(lock.try_write().is_none());
+    let r2 = lock
+        .try_read_recursive_for(Duration::from_millis(1))
+        .unwrap();
+    drop((r, r2));
+    let u = lock.upgradable_read();
+    let w = BiasedRwLockUpgradableReadGuard::try_upgrade_for(u, Duration::from_millis(10))
+        .ok()
+        .unwrap();
+    let u = BiasedRwLockWriteGuard::downgrade_to_upgradable(w);
+    let r = BiasedRwLockUpgradableReadGuard::downgrade(u);
+    drop(r);
+    assert!(!lock.is_locked());
+}
+
+#[test]
+fn biased_reads_leave_the_lock_object_untouched() {
+    let lock = BiasedRwLock::new(0u64);
+    // SAFETY: only the raw lock's bytes and state are looked at.
+    let raw = unsafe { lock.raw() };
+    assert!(raw.is_biased());
+    let before = bytes_of(raw);
+    let g = lock.read();
+    let g2 = lock.read();
+    assert_eq!(
+        bytes_of(raw),
+        before,
+        "a biased read wrote the lock's cache line"
+    );
+    assert!(
+        lock.try_write().is_none(),
+        "the writer must see the deferred readers"
+    );
+    drop((g, g2));
+    assert!(lock.try_write().is_some());
+}
+
+#[test]
+fn writers_see_exclusive_access() {
+    within(30, "128 threads mixing biased reads and writes", || {
+        let lock = Arc::new(BiasedRwLock::new(()));
+        let writers_in = Arc::new(AtomicUsize::new(0));
+        let readers_in = Arc::new(AtomicUsize::new(0));
+        let handles: Vec<_> = (0..128)
+            .map(|i| {
+                let (lock, writers_in, readers_in) =
+                    (lock.clone(), writers_in.clone(), readers_in.clone());
+                thread::spawn(move || {
+                    for j in 0..200 {
+                        if (i * 7 + j) % 16 == 0 {
+                            let _w = lock.write();
+                            assert_eq!(writers_in.fetch_add(1, Ordering::SeqCst), 0, "two writers");
+                            assert_eq!(readers_in.load(Ordering::SeqCst), 0, "writer with readers");
+                            std::hint::spin_loop();
+                            writers_in.fetch_sub(1, Ordering::SeqCst);
+                        } else {
+                            let _r = lock.read();
+                            readers_in.fetch_add(1, Ordering::SeqCst);
+                            assert_eq!(writers_in.load(Ordering::SeqCst), 0, "reader with writer");
+                            readers_in.fetch_sub(1, Ordering::SeqCst);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn readers_see_consistent_snapshots() {
+    within(
+        30,
+        "192 readers and 64 writers on an eight-field invariant",
+        || {
+            let lock = Arc::new(BiasedRwLock::new([0u64; 8]));
+            let handles: Vec<_> = (0..256)
+                .map(|i| {
+                    let lock = lock.clone();
+                    thread::spawn(move || {
+                        for _ in 0..200 {
+                            if i % 4 == 0 {
+                                let mut w = lock.write();
+                                let next = w[0] + 1;
+                                for slot in w.iter_mut() {
+                                    *slot = next;
+                                    std::hint::spin_loop();
+                                }
+                            } else {
+                                let r = lock.read();
+                                assert!(r.iter().all(|&v| v == r[0]), "torn read: {:?}", *r);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_eq!(lock.read()[7], 64 * 200);
+        },
+    );
+}
+
+#[test]
+fn writers_complete_under_a_continuous_stream_of_readers() {
+    within(60, "a writer under 64 continuous biased readers", || {
+        let lock = Arc::new(BiasedRwLock::new(0u64));
+        let stop = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..64)
+            .map(|_| {
+                let (lock, stop) = (lock.clone(), stop.clone());
+                thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _r = lock.read();
+                        for _ in 0..50 {
+                            std::hint::spin_loop();
+                        }
+                    }
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(20));
+        // Few writes: each one waits for preempted readers (64 busy threads on a few cores), so
+        // this checks progress, not speed.
+        for _ in 0..20 {
+            *lock.write() += 1;
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
+        assert_eq!(*lock.read(), 20);
+    });
+}
+
+#[test]
+fn readers_complete_under_a_continuous_stream_of_writers() {
+    within(30, "a reader under 64 continuous writers", || {
+        let lock = Arc::new(BiasedRwLock::new(0u64));
+        let stop = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..64)
+            .map(|_| {
+                let (lock, stop) = (lock.clone(), stop.clone());
+                thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        *lock.write() += 1;
+                    }
+                })
+            })
+            .collect();
+        thread::sleep(Duration::from_millis(20));
+        let mut last = 0;
+        for _ in 0..200 {
+            let v = *lock.read();
+            assert!(v >= last);
+            last = v;
+        }
+        stop.store(true, Ordering::Relaxed);
+        for w in writers {
+            w.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn nested_reads_complete_under_a_revoking_writer() {
+    within(30, "64 nested readers against 16 writers", || {
+        let lock = Arc::new(BiasedRwLock::new(0u64));
+        let handles: Vec<_> = (0..80)
+            .map(|i| {
+                let lock = lock.clone();
+                thread::spawn(move || {
+                    for _ in 0..100 {
+                        if i < 16 {
+                            *lock.write() += 1;
+                        } else {
+                            let outer = lock.read();
+                            thread::yield_now(); // a writer may be revoking, waiting for us
+                            let inner = lock.read_recursive();
+                            // (A plain `read` here would be a bug when the outer read went to the
+                            // underlying lock: debug builds panic on it.)
+                            let inner2 = lock.read_recursive();
+                            assert_eq!(*outer, *inner);
+                            assert_eq!(*inner, *inner2);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*lock.read(), 1600);
+    });
+}
+
+#[test]
+fn bias_switches_off_for_writes_and_comes_back_when_they_stop() {
+    within(10, "bias re-enabled after writes stop", || {
+        let lock = BiasedRwLock::new(0);
+        // SAFETY: only the raw lock's state is queried.
+        let raw = unsafe { lock.raw() };
+        for _ in 0..100 {
+            *lock.write() += 1;
+            assert!(!raw.is_biased(), "a writer revokes the bias");
+            drop(lock.read());
+        }
+        let t0 = Instant::now();
+        while !raw.is_biased() {
+            drop(lock.read());
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "bias never came back"
+            );
+        }
+    });
+}
+
+#[test]
+fn timed_write_gives_up_while_deferred_readers_hold_and_the_lock_stays_usable() {
+    within(10, "timed writer vs deferred reader", || {
+        let lock = Arc::new(BiasedRwLock::new(0));
+        let holding = Arc::new(Barrier::new(2));
+        let release = Arc::new(Barrier::new(2));
+        let (l2, h2, r2) = (lock.clone(), holding.clone(), release.clone());
+        let reader = thread::spawn(move || {
+            let g = l2.read();
+            h2.wait();
+            r2.wait();
+            drop(g);
+        });
+        holding.wait();
+        assert!(lock.try_write().is_none());
+        assert!(lock.try_write_for(Duration::from_millis(20)).is_none());
+        // The bias is back on and readers still enter while the first reader holds.
+        drop(lock.read());
+        release.wait();
+        reader.join().unwrap();
+        *lock.write() += 1;
+        assert_eq!(*lock.read(), 1);
+    });
+}
+
+#[test]
+fn more_read_locks_than_the_thread_record_fall_back_to_the_lock() {
+    let locks: Vec<BiasedRwLock<usize>> = (0..40).map(BiasedRwLock::new).collect();
+    let guards: Vec<BiasedRwLockReadGuard<'_, usize>> = locks.iter().map(|l| l.read()).collect();
+    for (i, l) in locks.iter().enumerate() {
+        assert!(l.try_write().is_none(), "lock {i} is read-held");
+    }
+    // Release in a different order from acquisition.
+    let mut guards = guards;
+    while !guards.is_empty() {
+        let g = guards.remove(guards.len() / 2);
+        drop(g);
+    }
+    for (i, l) in locks.iter().enumerate() {
+        *l.write() += 1;
+        assert_eq!(*l.read(), i + 1);
+    }
+}
+
+#[test]
+fn upgrades_lose_no_update() {
+    within(30, "upgraders, readers and writers", || {
+        let lock = Arc::new(BiasedRwLock::new(0u64));
+        let handles: Vec<_> = (0..96)
+            .map(|i| {
+                let lock = lock.clone();
+                thread::spawn(move || {
+                    for _ in 0..100 {
+                        match i % 3 {
+                            0 => {
+                                let u = lock.upgradable_read();
+                                let before = *u;
+                                let mut w = BiasedRwLockUpgradableReadGuard::upgrade(u);
+                                assert_eq!(*w, before, "a writer slipped in during the upgrade");
+                                *w += 1;
+                            }
+                            1 => *lock.write() += 1,
+                            _ => drop(lock.read()),
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*lock.read(), 64 * 100);
+    });
+}
