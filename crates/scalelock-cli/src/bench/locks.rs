@@ -63,6 +63,17 @@ pub fn describe(lock: &str) -> &'static str {
         "lockstat-off" => "scalelock::Mutex with lockstat compiled in, recording off (the default)",
         "lockstat-on" => "scalelock::Mutex with lockstat recording on (stats::enable())",
         "lock_api-bare" => "lock_api::Mutex over scalelock's RawMutex: no lockstat wrapper at all",
+        "scalelock-mutex" => "path-lookup: scalelock::Mutex<HashMap> (one lock, as OSv's VFS)",
+        "scalelock-rcu" => {
+            "path-lookup: 4096 shards, each a scalelock::rcu::Rcu cell (readers take no lock)"
+        }
+        "dashmap" => "path-lookup: dashmap::DashMap (sharded RwLocks), the crates.io peer",
+        "system" => "large-alloc: glibc malloc (mmap/munmap above the mmap threshold)",
+        "mimalloc" => "large-alloc: mimalloc",
+        "jemalloc" => "large-alloc: jemalloc (tikv-jemallocator)",
+        "scalelock-pool" => {
+            "large-alloc: scalelock_alloc::LargePool (per-thread magazines, lock-free depot)"
+        }
         _ => "",
     }
 }
