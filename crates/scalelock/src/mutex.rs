@@ -14,8 +14,8 @@
 //! cores; the price is unfairness, which is bounded: a sleeper that has waited longer than
 //! [`STARVATION_NS`] (1 ms) sets `STARVING`. From then on newcomers neither spin nor take the lock
 //! but queue on the futex (FIFO in the kernel), and `unlock` *hands the lock over*: it keeps `LOCKED`,
-//! sets `HANDOFF`, and wakes one sleeper, which takes ownership. The first waiter to receive a
-//! hand-off after waiting less than the bound ends starvation mode.
+//! sets `HANDOFF`, and wakes one sleeper, which takes ownership and ends starvation mode; a
+//! sleeper still starving sets it again when it next wakes.
 //!
 //! # State word
 //!
@@ -260,13 +260,11 @@ impl RawMutex {
                 }
             }
 
-            // Handed off: a thread that has slept takes ownership (LOCKED stays set). It ends
-            // starvation mode unless it was starving itself.
+            // Handed off: a thread that has slept takes ownership (LOCKED stays set) and ends
+            // starvation mode: each starving sleeper earns one hand-off, not a FIFO era (which
+            // would leave the lock idle for a wake-up latency on every acquisition).
             if s & HANDOFF != 0 && slept {
-                let mut new = (s & !HANDOFF) | CONTENDED;
-                if !starving {
-                    new &= !STARVING;
-                }
+                let new = (s & !(HANDOFF | STARVING)) | CONTENDED;
                 match self
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
