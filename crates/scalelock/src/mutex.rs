@@ -20,36 +20,41 @@
 //! # State word
 //!
 //! ```text
-//!   31                              4         3          2           1         0
-//!  +--------------------------------+---------+----------+-----------+---------+
-//!  |             unused             | HANDOFF | STARVING | CONTENDED | LOCKED  |
-//!  +--------------------------------+---------+----------+-----------+---------+
+//!   31                    5          4          3          2           1         0
+//!  +----------------------+----------------+---------+----------+-----------+---------+
+//!  |        unused        | MAYBE_SLEEPING | HANDOFF | STARVING | CONTENDED | LOCKED  |
+//!  +----------------------+----------------+---------+----------+-----------+---------+
 //!
-//!  LOCKED     held (stays set across a hand-off)
-//!  CONTENDED  a thread may sleep on the word: unlock must wake one
-//!  STARVING   a sleeper waited > 1 ms: no spinning, no barging, unlock hands off
-//!  HANDOFF    ownership passed to "a thread that has slept"; the first such thread to see it
-//!             clears it and owns the lock
+//!  LOCKED          held (stays set across a hand-off)
+//!  CONTENDED       a thread announced that it sleeps on the word: unlock must wake one, and
+//!                  newcomers do not spin (they would only barge ahead of it)
+//!  MAYBE_SLEEPING  a thread that was woken took the lock and cannot know whether others still
+//!                  sleep: unlock must wake one, but newcomers may spin (nobody announced sleeping)
+//!  STARVING        a sleeper waited > 1 ms: no spinning, no barging, unlock hands off
+//!  HANDOFF         ownership passed to "a thread that has slept"; the first such thread to see it
+//!                  clears it and owns the lock
 //!
 //!  transitions                                      by
 //!  0 ------------------------------> LOCKED          lock, fast path (CAS)
 //!  LOCKED --------------------------> 0              unlock, fast path (CAS)
 //!  s(!LOCKED) ----------------------> s|LOCKED       lock, slow path (a thread that has slept
-//!                                                    also sets CONTENDED: others may sleep)
+//!                                                    also sets MAYBE_SLEEPING)
 //!  s(LOCKED) -----------------------> s|CONTENDED    a waiter, before futex_wait(s|CONTENDED)
 //!  s(LOCKED,CONTENDED) -------------> s|STARVING     a sleeper that waited > 1 ms
-//!  s(CONTENDED) --------------------> s&!(LOCKED|CONTENDED|STARVING), then wake(1)
+//!  s(CONTENDED or MAYBE_SLEEPING) --> s&!(LOCKED|CONTENDED|MAYBE_SLEEPING|STARVING), wake(1)
 //!                                                    unlock, slow path
-//!  s(STARVING or fair,CONTENDED) ---> s|HANDOFF, wake(1)
+//!  s(STARVING or fair, either) -----> s|HANDOFF, wake(1)
 //!                                                    unlock with hand-off; if nobody was
 //!                                                    asleep, it clears HANDOFF and releases
-//!  s(HANDOFF) ----------------------> s&!HANDOFF     a thread that has slept takes ownership
+//!  s(HANDOFF) ----------------------> s&!(HANDOFF|STARVING)
+//!                                                    a thread that has slept takes ownership
 //! ```
 //!
-//! Every thread that returns from `futex_wait` either takes the lock with `CONTENDED` set or goes
-//! back to sleep with `CONTENDED` set, so the wake-up it may have consumed is passed on; a timed
-//! waiter that gives up after sleeping sets `CONTENDED` for the same reason. That is the invariant
-//! the loom models in `tests/loom_mutex.rs` check: no lost wake-up, no stranded hand-off.
+//! Every thread that returns from `futex_wait` either takes the lock with `MAYBE_SLEEPING` (or,
+//! on a hand-off, `CONTENDED`) set or goes back to sleep with `CONTENDED` set, so the wake-up it
+//! may have consumed is passed on; a timed waiter that gives up after sleeping sets
+//! `MAYBE_SLEEPING` for the same reason. That is the invariant the loom models in
+//! `tests/loom_mutex.rs` check: no lost wake-up, no stranded hand-off.
 
 use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
@@ -59,6 +64,9 @@ const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
 const STARVING: u32 = 4;
 const HANDOFF: u32 = 8;
+const MAYBE_SLEEPING: u32 = 16;
+/// Either flag obliges `unlock` to wake a sleeper.
+const WAKE_ON_UNLOCK: u32 = CONTENDED | MAYBE_SLEEPING;
 
 /// How long a sleeping waiter waits before it asks for the lock to be handed to it (1 ms).
 pub const STARVATION_NS: u64 = 1_000_000;
@@ -184,7 +192,7 @@ impl RawMutex {
     /// Whether a thread may be sleeping on the mutex (a racy snapshot).
     #[inline]
     pub fn is_contended(&self) -> bool {
-        self.state.load(Ordering::Relaxed) & CONTENDED != 0
+        self.state.load(Ordering::Relaxed) & WAKE_ON_UNLOCK != 0
     }
 
     /// The lock's learned spin estimate in nanoseconds.
@@ -193,7 +201,7 @@ impl RawMutex {
     }
 
     /// Acquires the mutex as a thread that has already slept (a condvar waiter that may have been
-    /// requeued onto this mutex): it may take a hand-off and always leaves `CONTENDED` set.
+    /// requeued onto this mutex): it may take a hand-off and leaves `MAYBE_SLEEPING` set.
     #[inline]
     pub(crate) fn lock_after_wake(&self) {
         self.lock_slow(None, true);
@@ -209,12 +217,12 @@ impl RawMutex {
             .is_ok()
     }
 
-    /// Lockstat: sets `CONTENDED` while the caller holds the mutex, so that its unlock takes the
+    /// Lockstat: sets `MAYBE_SLEEPING` while the caller holds the mutex, so that its unlock takes the
     /// contended path, where a sampled hold time ends. Safe for the protocol: at worst that unlock
     /// makes one futex wake that finds nobody, and a waiter arriving meanwhile sleeps at once.
     #[cfg(all(feature = "lockstat", not(loom)))]
     pub(crate) fn mark_contended(&self) {
-        self.state.fetch_or(CONTENDED, Ordering::Relaxed);
+        self.state.fetch_or(MAYBE_SLEEPING, Ordering::Relaxed);
     }
 
     /// The futex word, the target of a condvar's requeue.
@@ -226,11 +234,7 @@ impl RawMutex {
     /// `lock_after_wake`). Returns false only if `deadline` passed first.
     #[cold]
     fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
-        let budget = if slept {
-            SpinBudget::Nanos(0)
-        } else {
-            self.spin.budget()
-        };
+        let budget = self.spin.budget();
         let unbounded = budget == SpinBudget::Unbounded;
         let mut spinner = Spinner::new(budget);
         let mut learned = false;
@@ -240,9 +244,12 @@ impl RawMutex {
         let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         loop {
             // Free: take it. A thread that has slept cannot know whether others still sleep, so it
-            // keeps CONTENDED set, passing on any wake-up it consumed.
+            // sets MAYBE_SLEEPING, passing on any wake-up it consumed: its unlock wakes one more.
+            // (Not CONTENDED: nobody announced sleeping, so newcomers may still spin. Were it
+            // CONTENDED, the next contender would sleep at once, be woken, take the lock with the
+            // flag again, and so on: a sleep/wake chain with a futex call on every unlock.)
             if s & LOCKED == 0 {
-                let new = s | LOCKED | if slept { CONTENDED } else { 0 };
+                let new = s | LOCKED | if slept { MAYBE_SLEEPING } else { 0 };
                 match self
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
@@ -277,8 +284,9 @@ impl RawMutex {
                 }
             }
 
-            // Spin while the holder may release soon: never when a thread sleeps (it would only
-            // barge ahead of it) or in starvation mode; always under SpinPolicy::Always.
+            // Spin while the holder may release soon: never once a thread has announced that it
+            // sleeps (CONTENDED: spinning would only barge ahead of it) or in starvation mode;
+            // always under SpinPolicy::Always. A thread woken from sleep may spin too.
             if (unbounded || s & (CONTENDED | STARVING) == 0) && spinner.spin() {
                 s = self.state.load(Ordering::Relaxed);
                 continue;
@@ -329,17 +337,17 @@ impl RawMutex {
 
     /// A timed waiter that has slept gives up. It may have consumed the wake-up meant to pass the
     /// lock on, so it must not simply leave: it takes a free or handed-off lock (returns true), or
-    /// makes sure CONTENDED is set so the holder's unlock wakes the next sleeper.
+    /// makes sure the holder's unlock will wake the next sleeper (MAYBE_SLEEPING).
     #[cold]
     fn give_up_after_sleep(&self) -> bool {
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             let (new, acquired) = if s & LOCKED == 0 {
-                (s | LOCKED | CONTENDED, true)
+                (s | LOCKED | MAYBE_SLEEPING, true)
             } else if s & HANDOFF != 0 {
-                ((s & !HANDOFF) | CONTENDED, true)
-            } else if s & CONTENDED == 0 {
-                (s | CONTENDED, false)
+                ((s & !(HANDOFF | STARVING)) | CONTENDED, true)
+            } else if s & WAKE_ON_UNLOCK == 0 {
+                (s | MAYBE_SLEEPING, false)
             } else {
                 return false;
             };
@@ -360,7 +368,7 @@ impl RawMutex {
         let mut s = self.state.load(Ordering::Relaxed);
         let mut hand_off = fair;
         loop {
-            if (hand_off || s & STARVING != 0) && s & CONTENDED != 0 {
+            if (hand_off || s & STARVING != 0) && s & WAKE_ON_UNLOCK != 0 {
                 if let Err(current) = self.state.compare_exchange_weak(
                     s,
                     s | HANDOFF,
@@ -399,12 +407,12 @@ impl RawMutex {
             }
             match self.state.compare_exchange_weak(
                 s,
-                s & !(LOCKED | CONTENDED | STARVING),
+                s & !(LOCKED | WAKE_ON_UNLOCK | STARVING),
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => {
-                    if s & CONTENDED != 0 {
+                    if s & WAKE_ON_UNLOCK != 0 {
                         futex::wake(&self.state, 1);
                     }
                     return;

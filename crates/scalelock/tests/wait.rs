@@ -3,7 +3,7 @@
 
 use scalelock::wait::{
     futex, pause_ps, set_spin_policy, spin_policy, Clock, Deadline, SpinBudget, SpinEstimate,
-    SpinPolicy, Spinner, MAX_ADAPTIVE_SPIN_NS, MIN_PROBE_NS,
+    SpinPolicy, Spinner, EXPLORE_EVERY, MAX_ADAPTIVE_SPIN_NS, MIN_PROBE_NS,
 };
 use std::sync::atomic::AtomicU32;
 use std::sync::Mutex as StdMutex;
@@ -61,10 +61,10 @@ fn learned_estimate_shrinks_when_spinning_fails_and_grows_when_it_pays() {
     let before = spin_policy();
     set_spin_policy(SpinPolicy::Adaptive);
     let e = SpinEstimate::new();
-    for _ in 0..40 {
+    for _ in 0..60 {
         e.record(false, 0);
     }
-    assert_eq!(e.budget(), SpinBudget::Nanos(MIN_PROBE_NS));
+    assert!(e.get() < 10, "estimate {} did not decay", e.get());
     for _ in 0..40 {
         e.record(true, 2_000);
     }
@@ -78,6 +78,39 @@ fn learned_estimate_shrinks_when_spinning_fails_and_grows_when_it_pays() {
         e.record(true, 1_000_000);
     }
     assert_eq!(e.budget(), SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS));
+    set_spin_policy(before);
+}
+
+#[test]
+fn failing_spins_still_explore_the_full_budget_once_in_a_while() {
+    // A short budget only sees short waits: without exploration a lock whose holders keep it
+    // 10 µs would never learn that a 10 µs spin pays.
+    let _g = POLICY_LOCK.lock().unwrap();
+    let before = spin_policy();
+    set_spin_policy(SpinPolicy::Adaptive);
+    let e = SpinEstimate::new();
+    let mut explored = 0;
+    for _ in 0..(EXPLORE_EVERY + 1) * 10 {
+        match e.budget() {
+            SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS) => explored += 1,
+            SpinBudget::Nanos(n) => assert!(n >= MIN_PROBE_NS),
+            b => panic!("{b:?}"),
+        }
+        e.record(false, 0);
+    }
+    assert_eq!(
+        explored,
+        10,
+        "one exploration every {} failures",
+        EXPLORE_EVERY + 1
+    );
+    // An exploration that succeeds teaches the estimate the longer wait.
+    e.record(true, 8_000);
+    assert!(
+        e.get() >= 2_000,
+        "estimate {} after a successful 8 µs spin",
+        e.get()
+    );
     set_spin_policy(before);
 }
 

@@ -20,5 +20,5 @@ pub mod futex;
 pub use deadline::{now_ns, Clock, Deadline};
 pub use spin::{
     pause_ps, set_spin_policy, spin_policy, SpinBudget, SpinEstimate, SpinPolicy,
-    SpinPolicyParseError, Spinner, MAX_ADAPTIVE_SPIN_NS, MIN_PROBE_NS,
+    SpinPolicyParseError, Spinner, EXPLORE_EVERY, MAX_ADAPTIVE_SPIN_NS, MIN_PROBE_NS,
 };

@@ -12,9 +12,13 @@
 //!   waiter waited when spinning succeeded. Under `Adaptive`, a waiter spins for a few times that
 //!   estimate (at least a short probe, at most about one futex sleep + wake round trip); each
 //!   success pulls the estimate towards the wait it saw, each failure (the budget ran out and the
-//!   waiter slept) shrinks it by a quarter. When holders are preempted or critical sections are
-//!   long, spinning stops paying and the estimate decays to the probe; when hand-offs are quick it
-//!   grows back. This replaces manual knobs such as MariaDB's `innodb_log_spin_wait_delay`.
+//!   waiter slept) shrinks it by an eighth. A short budget can only ever observe short waits, so
+//!   after every [`EXPLORE_EVERY`] failures one acquisition *explores*: it spins the full budget,
+//!   and if the lock comes free in time the estimate learns that longer spins pay (10 µs critical
+//!   sections, say). When holders are preempted or critical sections are long, spinning stops
+//!   paying and the estimate decays to the probe (plus one exploration per [`EXPLORE_EVERY`]
+//!   failures); when hand-offs are quick it grows back. This replaces manual knobs such as
+//!   MariaDB's `innodb_log_spin_wait_delay`.
 //!
 //! [`Spinner`] is the spin loop itself: exponential backoff with jitter between checks, charged
 //! against the budget in calibrated nanoseconds.
@@ -235,6 +239,12 @@ pub const MIN_PROBE_NS: u32 = 200;
 /// The longest spin under `Adaptive`: about the cost of a futex sleep and wake-up round trip,
 /// beyond which sleeping is cheaper (the classic 2-competitive bound).
 pub const MAX_ADAPTIVE_SPIN_NS: u32 = 10_000;
+/// After this many failed spins, the next acquisition spins the full adaptive budget once.
+pub const EXPLORE_EVERY: u32 = 8;
+
+/// The estimate word: nanoseconds in the low 16 bits, failures since the last exploration above.
+const EST_MASK: u32 = 0xffff;
+const FAIL_SHIFT: u32 = 16;
 
 /// How long one acquisition may spin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -245,18 +255,21 @@ pub enum SpinBudget {
     Unbounded,
 }
 
-/// A lock's learned spin estimate (one 32-bit word, nanoseconds).
+/// A lock's learned spin estimate (one 32-bit word: nanoseconds, and failures since the last
+/// exploration).
 ///
 /// ```
-/// use scalelock::wait::{SpinBudget, SpinEstimate};
+/// use scalelock::wait::SpinEstimate;
 ///
 /// let e = SpinEstimate::new();
-/// for _ in 0..20 {
-///     e.record(false, 0); // spinning keeps failing: the budget shrinks to the probe
+/// for _ in 0..40 {
+///     e.record(false, 0); // spinning keeps failing: the estimate decays
 /// }
-/// # if scalelock::wait::spin_policy() == scalelock::wait::SpinPolicy::Adaptive {
-/// assert_eq!(e.budget(), SpinBudget::Nanos(scalelock::wait::MIN_PROBE_NS));
-/// # }
+/// assert!(e.get() < 100);
+/// for _ in 0..40 {
+///     e.record(true, 4_000); // spins of 4 µs succeed: it learns them
+/// }
+/// assert!(e.get() > 3_500);
 /// ```
 pub struct SpinEstimate(AtomicU32);
 
@@ -275,18 +288,25 @@ impl SpinEstimate {
 
     /// The current estimate in nanoseconds.
     pub fn get(&self) -> u32 {
-        self.0.load(Ordering::Relaxed)
+        self.0.load(Ordering::Relaxed) & EST_MASK
     }
 
     /// The spin budget for the next acquisition under the current policy.
     #[inline]
     pub fn budget(&self) -> SpinBudget {
         match spin_policy() {
-            SpinPolicy::Adaptive => SpinBudget::Nanos(
-                self.get()
-                    .saturating_mul(4)
-                    .clamp(MIN_PROBE_NS, MAX_ADAPTIVE_SPIN_NS),
-            ),
+            SpinPolicy::Adaptive => {
+                let v = self.0.load(Ordering::Relaxed);
+                if v >> FAIL_SHIFT >= EXPLORE_EVERY {
+                    SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS)
+                } else {
+                    SpinBudget::Nanos(
+                        (v & EST_MASK)
+                            .saturating_mul(4)
+                            .clamp(MIN_PROBE_NS, MAX_ADAPTIVE_SPIN_NS),
+                    )
+                }
+            }
             SpinPolicy::Fixed(ns) => SpinBudget::Nanos(ns),
             SpinPolicy::Never => SpinBudget::Nanos(0),
             SpinPolicy::Always => SpinBudget::Unbounded,
@@ -297,13 +317,17 @@ impl SpinEstimate {
     /// Relaxed loads and stores: a lost update only delays learning by one sample.
     #[inline]
     pub fn record(&self, acquired: bool, spun_ns: u32) {
-        let est = self.get();
+        let v = self.0.load(Ordering::Relaxed);
+        let (est, fails) = (v & EST_MASK, v >> FAIL_SHIFT);
         let new = if acquired {
             est - est / 4 + spun_ns.min(MAX_ADAPTIVE_SPIN_NS) / 4
+        } else if fails >= EXPLORE_EVERY {
+            // This failure was the exploration: start counting again.
+            est - est / 8
         } else {
-            est - est / 4
+            (est - est / 8) | (fails + 1) << FAIL_SHIFT
         };
-        if new != est {
+        if new != v {
             self.0.store(new, Ordering::Relaxed);
         }
     }
