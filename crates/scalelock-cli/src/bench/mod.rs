@@ -218,7 +218,9 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     // the round with the higher throughput is reported (outside load only ever slows a round).
     let round = (duration / ROUNDS as u32).max(Duration::from_millis(1));
     let warmup = warmup_for(round);
-    let per_point = (warmup + round + Duration::from_millis(15)) * ROUNDS as u32;
+    // Per-round overhead measured on a 2-core machine: starting up to 128 threads, building a
+    // workload's shared state (path-lookup's 100k-entry map), joining.
+    let per_point = (warmup + round + Duration::from_millis(115)) * ROUNDS as u32;
     eprintln!(
         "scalelock bench: {} points, {} rounds of {} ms each (+{} ms warm-up), threads {:?}: about {} s",
         plan.len(),
