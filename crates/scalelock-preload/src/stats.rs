@@ -14,16 +14,18 @@ use crate::config::write_stderr;
 use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use scalelock::stats::{self, raw};
 
-/// Counts an acquisition of the lock at `lock` (nothing while recording is off).
+/// Counts an acquisition of the lock at `lock` (nothing while recording is off); the first one
+/// recorded labels the lock with `caller`, so the per-lock table names the function that first
+/// used each lock.
 ///
 /// Counted per lock only, not per call site: a server such as MariaDB acquires thousands of
 /// short-lived locks from hundreds of sites, and a (lock, site) entry for each would fill
 /// lockstat's fixed table within seconds. Waits, which are what the table ranks, keep their
 /// call sites (see [`waiting_at`]).
 #[inline]
-pub(crate) fn acquired(lock: usize, _caller: usize) {
+pub(crate) fn acquired(lock: usize, caller: usize) {
     if raw::enabled() {
-        raw::acquired(lock, 0);
+        raw::acquired_by(lock, caller);
     }
 }
 

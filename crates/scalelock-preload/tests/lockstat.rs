@@ -73,6 +73,14 @@ fn table_at_exit_names_locks_by_address_and_callers_by_function() {
         table.contains("hot_path_lock"),
         "caller not named:\n{table}"
     );
+    // Each lock is also named by the function that first used it: `main` takes the mutex
+    // first, `table_writer` the rwlock (the program prints the mutex, then the rwlock).
+    for (a, first) in addrs.iter().zip(["main", "table_writer"]) {
+        assert!(
+            table.contains(&format!("{a}@{first}+")),
+            "lock {a} not labelled with its first user {first}:\n{table}"
+        );
+    }
 }
 
 #[test]

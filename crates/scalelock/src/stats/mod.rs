@@ -397,6 +397,37 @@ pub mod raw {
         let _ = (lock, name);
     }
 
+    /// Counts one acquisition of `lock`, per lock only, and, the first time the lock is
+    /// recorded, labels it with `caller` (the code address of the function that first used it):
+    /// what the preload library reports for locks of a C program, where a (lock, site) entry per
+    /// acquisition would fill the fixed table.
+    ///
+    /// ```
+    /// use scalelock::stats::{self, raw, Site};
+    /// stats::enable();
+    /// raw::acquired_by(0x2000, 0x4242);
+    /// raw::acquired_by(0x2000, 0x9999); // the first user stays
+    /// let r = stats::report();
+    /// let lock = r.locks.iter().find(|l| l.lock.addr == 0x2000).unwrap();
+    /// assert_eq!(lock.lock.created, Some(Site::Address(0x4242)));
+    /// assert_eq!(lock.counters.acquisitions, 2);
+    /// # stats::disable();
+    /// ```
+    #[inline]
+    pub fn acquired_by(lock: usize, caller: usize) {
+        #[cfg(all(feature = "lockstat", not(loom)))]
+        if hook::on() {
+            if let Some(e) = table::lookup(lock, table::SITE_TOTAL, true) {
+                e.acquisitions.fetch_add(1, Ordering::Relaxed);
+                if caller != 0 {
+                    e.set_first_user(caller);
+                }
+            }
+        }
+        #[cfg(not(all(feature = "lockstat", not(loom))))]
+        let _ = (lock, caller);
+    }
+
     /// Counts one acquisition of `lock` (from `caller`, counted there too when non-zero).
     ///
     /// ```

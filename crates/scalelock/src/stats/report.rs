@@ -5,7 +5,9 @@
 //! [`Report`] and the no-allocation fd writer (for the preload library, at process exit) print
 //! exactly the same table.
 
-use super::table::{self, decode_site, Entry, Label, SiteKey, HIST_BUCKETS, SITE_TOTAL};
+use super::table::{
+    self, decode_site, Entry, Label, SiteKey, StoredLabel, HIST_BUCKETS, SITE_TOTAL,
+};
 use core::fmt::{self, Write as _};
 use core::panic::Location;
 use core::sync::atomic::Ordering;
@@ -219,27 +221,33 @@ pub struct LockId {
     pub addr: usize,
     /// Name given with [`Mutex::with_name`](crate::Mutex::with_name) (or the C API).
     pub name: Option<&'static str>,
-    /// Where an unnamed [`Mutex`](crate::Mutex) was created.
+    /// Where an unnamed [`Mutex`](crate::Mutex) was created; for a C lock recorded through
+    /// [`raw::acquired_by`](crate::stats::raw::acquired_by), the function that first used it.
     pub created: Option<Site>,
 }
 
 impl LockId {
-    fn from_label(addr: usize, label: Option<Label>) -> LockId {
+    fn from_label(addr: usize, label: Option<StoredLabel>) -> LockId {
         match label {
             None => LockId {
                 addr,
                 name: None,
                 created: None,
             },
-            Some(Label::Name(n)) => LockId {
+            Some(StoredLabel::Given(Label::Name(n))) => LockId {
                 addr,
                 name: Some(n),
                 created: None,
             },
-            Some(Label::Created(l)) => LockId {
+            Some(StoredLabel::Given(Label::Created(l))) => LockId {
                 addr,
                 name: None,
                 created: Some(Site::from_location(l)),
+            },
+            Some(StoredLabel::FirstUser(code)) => LockId {
+                addr,
+                name: None,
+                created: Some(Site::Address(code)),
             },
         }
     }
@@ -324,7 +332,7 @@ impl Report {
     pub(crate) fn collect() -> Report {
         let mut locks: Vec<LockReport> = Vec::new();
         let mut sites: Vec<SiteReport> = Vec::new();
-        let mut totals: Vec<(usize, Option<Label>)> = Vec::new();
+        let mut totals: Vec<(usize, Option<StoredLabel>)> = Vec::new();
         for (e, lock, site) in table::entries() {
             if site == SITE_TOTAL {
                 totals.push((lock, e.label()));

@@ -81,6 +81,20 @@ pub(crate) enum Label {
     Created(&'static Location<'static>),
 }
 
+/// What an entry's label slot holds: a label given by a lock, or (for C locks, from the preload
+/// library) the code address of the first recorded acquisition. Kept apart from [`Label`], which
+/// every `Mutex` wrapper carries and which must stay two pointer-sized words.
+#[derive(Clone, Copy)]
+pub(crate) enum StoredLabel {
+    Given(Label),
+    FirstUser(usize),
+}
+
+/// `label_len` of a `Label::Created` (the pointer is a `&'static Location`).
+const LEN_CREATED: usize = usize::MAX;
+/// `label_len` of a `Label::FirstUser` (the pointer is a code address).
+const LEN_FIRST_USER: usize = usize::MAX - 1;
+
 /// One `(lock, site)` record. Counters are relaxed atomics: they are statistics, and a report is
 /// a snapshot, not a transaction.
 #[repr(align(64))]
@@ -173,9 +187,21 @@ impl Entry {
     pub(crate) fn set_label(&self, label: Label) {
         let (ptr, len) = match label {
             Label::Name(s) => (s.as_ptr() as usize, s.len()),
-            Label::Created(loc) => (loc as *const Location<'static> as usize, usize::MAX),
+            Label::Created(loc) => (loc as *const Location<'static> as usize, LEN_CREATED),
         };
         let seq = self.label_seq.load(Ordering::Relaxed);
+        self.write_label(seq, ptr, len);
+    }
+
+    /// Records `code` as the lock's first user, unless the entry already has a label.
+    pub(crate) fn set_first_user(&self, code: usize) {
+        if self.label_seq.load(Ordering::Relaxed) == 0 {
+            self.write_label(0, code, LEN_FIRST_USER);
+        }
+    }
+
+    /// Seqlock write of a label over sequence `seq` (gives up if another writer is at it).
+    fn write_label(&self, seq: usize, ptr: usize, len: usize) {
         if seq & 1 == 1
             || self
                 .label_seq
@@ -192,7 +218,7 @@ impl Entry {
         self.label_seq.store(seq + 2, Ordering::Release);
     }
 
-    pub(crate) fn label(&self) -> Option<Label> {
+    pub(crate) fn label(&self) -> Option<StoredLabel> {
         for _ in 0..100 {
             let seq = self.label_seq.load(Ordering::Acquire);
             if seq == 0 {
@@ -208,7 +234,10 @@ impl Entry {
             if self.label_seq.load(Ordering::Relaxed) != seq {
                 continue;
             }
-            return Some(if len == usize::MAX {
+            if len == LEN_FIRST_USER {
+                return Some(StoredLabel::FirstUser(ptr));
+            }
+            return Some(StoredLabel::Given(if len == LEN_CREATED {
                 // SAFETY: a consistent (seqlock-validated) pair stored by `set_label` from a
                 // `&'static Location`.
                 Label::Created(unsafe { &*(ptr as *const Location<'static>) })
@@ -221,7 +250,7 @@ impl Entry {
                         len,
                     ))
                 })
-            });
+            }));
         }
         None
     }
