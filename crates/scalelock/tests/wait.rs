@@ -252,3 +252,29 @@ fn bad_env_value_gets_a_message_and_the_default() {
     assert!(err.contains("SCALELOCK_SPIN=lots"), "stderr was: {err}");
     assert!(err.contains("using auto"), "stderr was: {err}");
 }
+
+#[test]
+fn waking_a_sleeper_measures_the_cost_of_sleeping() {
+    // A thread that sleeps on a mutex and is woken by the unlock teaches the wait layer what a
+    // wake-up costs on this machine; the adaptive budget never spins less than half of it.
+    let m = std::sync::Arc::new(scalelock::Mutex::new(0u32));
+    for _ in 0..20 {
+        let g = m.lock();
+        let m2 = std::sync::Arc::clone(&m);
+        let t = std::thread::spawn(move || *m2.lock() += 1);
+        // Let the other thread exhaust its spin and go to sleep.
+        let t0 = Instant::now();
+        // SAFETY: `raw()` only reads the raw lock's contention flag here; nothing is unlocked.
+        while !unsafe { m.raw() }.is_contended() && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(g);
+        t.join().unwrap();
+    }
+    assert_eq!(*m.lock(), 20);
+    let latency = scalelock::wait::wake_latency_ns();
+    assert!(
+        latency > 0 && latency <= 1_000_000,
+        "wake latency {latency} ns"
+    );
+}

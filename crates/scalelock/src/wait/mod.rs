@@ -19,6 +19,7 @@ pub mod futex;
 
 pub use deadline::{now_ns, Clock, Deadline};
 pub use spin::{
-    pause_ps, set_spin_policy, spin_policy, SpinBudget, SpinEstimate, SpinPolicy,
-    SpinPolicyParseError, Spinner, EXPLORE_EVERY, MAX_ADAPTIVE_SPIN_NS, MIN_PROBE_NS,
+    note_wake, note_woken, pause_ps, set_spin_policy, spin_policy, wake_latency_ns, SpinBudget,
+    SpinEstimate, SpinPolicy, SpinPolicyParseError, Spinner, EXPLORE_EVERY, MAX_ADAPTIVE_SPIN_NS,
+    MIN_PROBE_NS,
 };

@@ -8,9 +8,14 @@
 //! - **[`SpinPolicy`]**, process-wide and changeable at run time: [`SpinPolicy::Adaptive`] (the
 //!   default), [`SpinPolicy::Fixed`], [`SpinPolicy::Never`], [`SpinPolicy::Always`]. It starts from
 //!   the `SCALELOCK_SPIN` environment variable (`auto`, a number of nanoseconds, `0`, `always`).
+//! - **The cost of sleeping**, measured process-wide: the latency from an unlock's futex wake to
+//!   the woken thread running ([`wake_latency_ns`]). Spinning for up to about what a sleep costs
+//!   is the classic 2-competitive spin-then-block rule, so under `Adaptive` a waiter spins at
+//!   least half the measured wake-up latency (a few µs on idle bare metal, tens of µs in a busy
+//!   VM), capped at [`MAX_ADAPTIVE_SPIN_NS`].
 //! - **[`SpinEstimate`]**, one 32-bit word per lock: a running estimate of how long a spinning
 //!   waiter waited when spinning succeeded. Under `Adaptive`, a waiter spins for a few times that
-//!   estimate (at least a short probe, at most about one futex sleep + wake round trip); each
+//!   estimate (at least a short probe and the sleep-cost floor, at most 10 µs); each
 //!   success pulls the estimate towards the wait it saw, each failure (the budget ran out and the
 //!   waiter slept) shrinks it by an eighth. A short budget can only ever observe short waits, so
 //!   after every [`EXPLORE_EVERY`] failures one acquisition *explores*: it spins the full budget,
@@ -239,6 +244,52 @@ pub const MIN_PROBE_NS: u32 = 200;
 /// The longest spin under `Adaptive`: about the cost of a futex sleep and wake-up round trip,
 /// beyond which sleeping is cheaper (the classic 2-competitive bound).
 pub const MAX_ADAPTIVE_SPIN_NS: u32 = 10_000;
+/// Process-wide running estimate of the wake-up latency (ns): from an unlock's futex wake to the
+/// woken thread running again. It is the cost of sleeping that spinning saves, and it differs a
+/// lot between machines (a few µs on idle bare metal, tens of µs in a busy VM).
+static WAKE_LATENCY_NS: GlobalU32 = GlobalU32::new(0);
+/// When the last wake was issued (monotonic ns; 0: none), read by the thread it woke.
+static WAKE_STAMP_NS: GlobalU64 = GlobalU64::new(0);
+
+/// Notes that a lock is about to wake a sleeper (called right before `futex::wake`).
+#[inline]
+pub fn note_wake() {
+    if !cfg!(loom) {
+        WAKE_STAMP_NS.store(super::deadline::now_ns(), Ordering::Relaxed);
+    }
+}
+
+/// Notes that a thread which went to sleep at `slept_at_ns` has woken up: if the last wake was
+/// issued after it fell asleep, the time since that wake is a sample of the wake-up latency.
+#[inline]
+pub fn note_woken(slept_at_ns: u64) {
+    if cfg!(loom) {
+        return;
+    }
+    let stamp = WAKE_STAMP_NS.load(Ordering::Relaxed);
+    let now = super::deadline::now_ns();
+    if stamp > slept_at_ns && now >= stamp {
+        let sample = (now - stamp).min(1_000_000) as u32;
+        let old = WAKE_LATENCY_NS.load(Ordering::Relaxed);
+        let new = if old == 0 {
+            sample
+        } else {
+            old - old / 8 + sample / 8
+        };
+        WAKE_LATENCY_NS.store(new, Ordering::Relaxed);
+    }
+}
+
+/// The current wake-up latency estimate in nanoseconds (0 until a wake has been observed).
+///
+/// ```
+/// let ns = scalelock::wait::wake_latency_ns();
+/// assert!(ns <= 1_000_000);
+/// ```
+pub fn wake_latency_ns() -> u32 {
+    WAKE_LATENCY_NS.load(Ordering::Relaxed)
+}
+
 /// After this many failed spins, the next acquisition spins the full adaptive budget once.
 pub const EXPLORE_EVERY: u32 = 8;
 
@@ -300,10 +351,14 @@ impl SpinEstimate {
                 if v >> FAIL_SHIFT >= EXPLORE_EVERY {
                     SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS)
                 } else {
+                    // Spin at least about what sleeping costs here (spin-then-block is then
+                    // 2-competitive), and longer if this lock's spins succeed after longer waits.
+                    let floor = (WAKE_LATENCY_NS.load(Ordering::Relaxed) / 2).max(MIN_PROBE_NS);
                     SpinBudget::Nanos(
                         (v & EST_MASK)
                             .saturating_mul(4)
-                            .clamp(MIN_PROBE_NS, MAX_ADAPTIVE_SPIN_NS),
+                            .max(floor)
+                            .min(MAX_ADAPTIVE_SPIN_NS),
                     )
                 }
             }
