@@ -2,11 +2,8 @@
 //! same protocol code is model-checked.
 
 #[cfg(not(loom))]
-#[allow(unused_imports)]
 pub(crate) use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 #[cfg(loom)]
-#[allow(unused_imports)]
 pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
 
-#[allow(unused_imports)]
-pub(crate) use core::sync::atomic::{fence, Ordering};
+pub(crate) use core::sync::atomic::Ordering;
