@@ -17,27 +17,38 @@
 //! waits until no slot of the table names this lock: those readers entered before the revocation
 //! and finish their read sections. The writer's price is bounded: one scan of one row per CPU
 //! (not per thread; 2 rows on a 2-core machine, 32 KB at most), plus waiting for the readers that
-//! were already inside. Revocation is what makes writes expensive, so BRAVO keeps the bias off
-//! for `9 x` the measured revocation time afterwards, which caps the writers' overhead near a
-//! tenth. On a fast machine that rule keeps the bias off most of the time at one write per
-//! thousand reads (a ~1 us revocation every ~15 us), and the readers then pay for a shared cache
-//! line on every read. scalelock asks instead whether the bias *paid*: it did if it lived at
-//! least `8 x` the revocation time (so revocations take under a ninth of the time); then it
-//! comes back at once. Otherwise it stays off for a back-off window, `2 x` the revocation time
-//! doubled for each unpaid revocation in a row (up to `2^10`): as writes get frequent, the bias
-//! fades out and the lock behaves as the plain [`RawRwLock`] plus one predictable load, which is
-//! how it stays within a few percent of it. A reader on the slow path turns the bias back on once
-//! the window has passed (it looks at the clock once every 16 slow reads).
+//! were already inside.
+//!
+//! **When the bias comes back.** BRAVO keeps the bias off for `9 x` the measured revocation time
+//! after each revocation, capping the writers' overhead near a tenth. On a fast machine that rule
+//! keeps the bias off most of the time at one write per thousand reads (a revocation every few
+//! microseconds), and the readers then pay for a shared cache line on every read. scalelock asks
+//! instead whether the bias *pays*: it does if, averaged over the last ~8 revocations, it lives
+//! at least `4 x` as long as a revocation takes (revocations take under a fifth of the time). An
+//! average rather than one gap, because with several writers the gaps between revocations
+//! alternate short and long with the writers' relative phase, and a per-gap verdict flips the
+//! bias on and off with it. While the bias pays, **the writer turns it back on as it unlocks**:
+//! the bias is off only for the writer's own critical section, and a reader that arrives
+//! meanwhile *waits for the bias by reading it* (polling, for a learned time) instead of
+//! queueing on the underlying lock, which would write the lock's line twice and pull it from the
+//! writer. When the bias stops paying, it stays off for a back-off window, `2 x` the revocation
+//! time doubled for each unpaid revocation in a row (up to `2^10`): as writes get frequent the
+//! bias fades out and the lock behaves as the plain [`RawRwLock`] plus a few predictable loads.
+//! A reader on the slow path turns the bias back on once the window has passed (it looks at the
+//! clock once every 16 slow reads).
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
-//! and a writer that locks all eight), the lock object here is one cache line and the table is
+//! and a writer that locks all eight), the lock object here is two cache lines and the table is
 //! shared by all locks; compared with BRAVO's hashed table, rows per CPU (rather than a hash of
-//! thread and lock) mean that two cores never write the same line.
+//! thread and lock) mean that two cores never write the same line. The two lines: one for the
+//! bias and its bookkeeping, which biased readers only read, one for the underlying lock word,
+//! which unbiased readers and writers hammer; sharing one line would cost an unbiased reader a
+//! second coherence miss for its look at the bias.
 //!
 //! # State
 //!
 //! ```text
-//!  RawBiasedRwLock (one 64-byte line)          visible-readers table (static, one row per CPU)
+//!  RawBiasedRwLock (two 64-byte lines)         visible-readers table (static, one row per CPU)
 //!  +-------------------------------------+     row 0: [slot 0 .. slot 15]  128-byte aligned
 //!  | rbias         BIASED/REVOKING/OFF   |     row 1: [slot 0 .. slot 15]
 //!  | drain         bit 0: a writer sleeps|     ...
@@ -45,34 +56,41 @@
 //!  | inhibit_until no re-bias before (ns)|
 //!  | enabled_at    when bias last came on|     per thread (no allocation): up to 8 deferred
 //!  | backoff       revocation back-off   |     read locks held, as (lock, slot, nesting count)
+//!  | revoke_share  avg revocation share  |
 //!  | spin          learned drain wait    |
-//!  | lock          RawRwLock (12 bytes)  |
+//!  | rebias_spin   learned bias wait     |
+//!  +-------------------------------------+
+//!  | lock          RawRwLock (12 bytes)  |     (own line)
 //!  +-------------------------------------+
 //!
 //!  reader, BIASED:   slot: 0 -> L (CAS, own CPU's row); SC; still BIASED? enter : withdraw
-//!  reader, not:      lock.lock_shared(); if the back-off has passed and no writer waits:
-//!                    rbias -> BIASED
-//!  reader unlock:    deferred? slot: L -> 0 (plain store); not BIASED? bump drain, wake
+//!  reader, not:      OFF, a writer holds L and the bias pays? poll rbias until BIASED (learned
+//!                    budget), then try the table again; otherwise lock.lock_shared(), and
+//!                    if the back-off has passed and no writer waits: rbias OFF -> BIASED
+//!  reader unlock:    deferred? slot: L -> 0 (plain store); not BIASED? wake a napping writer
 //!                    else lock.unlock_shared()
 //!  writer:           if the underlying lock is busy: BIASED -> REVOKING (stop new deferred
 //!                    readers while waiting), lock.lock_exclusive(); then unless OFF:
-//!                    rbias -> OFF; SC; wait until no slot names L (spin, then timed naps on
-//!                    `drain`); inhibit_until = now + back-off
-//!  writer unlock:    lock.unlock_exclusive()
+//!                    rbias -> OFF; SC; wait until no slot names L (poll, then timed naps on
+//!                    `drain`); update revoke_share, backoff, inhibit_until
+//!  writer unlock:    OFF, the bias pays and no writer waits? rbias OFF -> BIASED (Release);
+//!                    then lock.unlock_exclusive()
 //! ```
 //!
 //! The two "SC" points pair as in Dekker's algorithm: a reader publishes its slot and then
 //! reads `rbias`, a writer clears `rbias` and then reads the slots, so either the writer sees the
 //! reader's slot (and waits for it) or the reader sees the bias gone (and withdraws). Leaving is
 //! one plain store to the reader's own slot; a reader that withdraws, or leaves and sees a
-//! revocation under way, bumps `drain` and wakes the writer if it announced a nap. The writer's
-//! naps are timed, so a reader that misses the revocation costs it latency, never progress.
+//! revocation under way, wakes the writer if it announced a nap (a look at `drain` first, so
+//! that it writes the lock's line only then). The writer's naps are timed, so a reader that
+//! misses the revocation costs it latency, never progress.
 //!
 //! Invariant: while `rbias` is OFF and no revocation is in progress, no reader is inside through
 //! a slot, so a writer that finds it OFF needs no scan. `rbias` becomes OFF only under the
-//! underlying write lock, and BIASED from OFF only under an underlying read lock; REVOKING (set
-//! by a waiting writer, undone by a timed writer that gives up) only stops new deferred readers
-//! and changes nothing about who may be inside.
+//! underlying write lock, and BIASED from OFF only under an underlying read lock or by the
+//! holder of the write lock as it unlocks (its writes are done; the next writer acquires after
+//! that unlock and sees the bias). REVOKING (set by a waiting writer, undone by a timed writer
+//! that gives up) only stops new deferred readers and changes nothing about who may be inside.
 //!
 //! Nesting: a thread that already holds a deferred read lock on `L` and reads it again only
 //! bumps its nesting count, so that nested read never waits, not even behind a revoking writer
@@ -94,8 +112,12 @@ const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
 const HELD: usize = 8;
 /// A back-off window is this many times the last revocation's cost, times `2^backoff`.
 const INHIBIT_FACTOR: u64 = 2;
-/// A bias that lived fewer than this many revocation costs did not pay for its revocation.
-const PAYOFF_FACTOR: u64 = 8;
+/// The bias pays while it lives, on average, at least this many revocation costs.
+const PAYOFF_FACTOR: u64 = 4;
+/// `revoke_share` is a fraction in units of `2^-SHARE_SHIFT`.
+const SHARE_SHIFT: u32 = 16;
+/// `revoke_share` averages over about `2^SHARE_EWMA_SHIFT` revocations.
+const SHARE_EWMA_SHIFT: u32 = 3;
 /// The largest back-off exponent: the bias stays off at most `2^10 x 2 x` the revocation cost.
 const MAX_BACKOFF: u32 = 10;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
@@ -117,7 +139,7 @@ const NAP_MAX_NS: u64 = 1_000_000;
 const DRAIN_SLEEPING: u32 = 1;
 const DRAIN_STEP: u32 = 2;
 
-/// The raw reader-biased rwlock: one cache line, `const`-constructible, implementing lock_api's
+/// The raw reader-biased rwlock: two cache lines, `const`-constructible, implementing lock_api's
 /// `RawRwLock`, `RawRwLockTimed`, `RawRwLockDowngrade`, `RawRwLockRecursive`,
 /// `RawRwLockRecursiveTimed`, `RawRwLockUpgrade`, `RawRwLockUpgradeDowngrade` and
 /// `RawRwLockUpgradeTimed`.
@@ -134,7 +156,7 @@ const DRAIN_STEP: u32 = 2;
 /// RAW.lock_exclusive(); // revokes the bias
 /// // SAFETY: write-locked just above.
 /// unsafe { RAW.unlock_exclusive() };
-/// assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 64);
+/// assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 128);
 /// ```
 #[repr(align(64))]
 pub struct RawBiasedRwLock {
@@ -148,10 +170,30 @@ pub struct RawBiasedRwLock {
     enabled_at: AtomicU64,
     /// Revocation back-off exponent (see the module docs).
     backoff: AtomicU32,
+    /// Moving average of the time share revocations take: cost / (cost + bias lifetime), in
+    /// units of `2^-SHARE_SHIFT`. Written only by revoking writers (under the write lock).
+    revoke_share: AtomicU32,
     /// How long revoking writers have had to wait for deferred readers (learned spin budget).
     spin: SpinEstimate,
-    /// The underlying lock: writers, and readers while the bias is off.
-    lock: RawRwLock,
+    /// How long readers have had to wait for a writer to turn the bias back on (learned).
+    rebias_spin: SpinEstimate,
+    /// The underlying lock: writers, and readers while the bias is off. On a cache line of its
+    /// own: while the bias is off, readers and writers hammer it, and the bias word beside them
+    /// (which every reader loads first) would otherwise be dragged along, costing each reader
+    /// a second coherence miss.
+    lock: LockLine,
+}
+
+/// The underlying [`RawRwLock`], alone on its cache line.
+#[repr(align(64))]
+struct LockLine(RawRwLock);
+
+impl core::ops::Deref for LockLine {
+    type Target = RawRwLock;
+    #[inline]
+    fn deref(&self) -> &RawRwLock {
+        &self.0
+    }
 }
 
 impl RawBiasedRwLock {
@@ -164,8 +206,10 @@ impl RawBiasedRwLock {
             inhibit_until: AtomicU64::new(0),
             enabled_at: AtomicU64::new(0),
             backoff: AtomicU32::new(0),
+            revoke_share: AtomicU32::new(0),
             spin: SpinEstimate::new(),
-            lock: RawRwLock::new(),
+            rebias_spin: SpinEstimate::new(),
+            lock: LockLine(RawRwLock::new()),
         }
     }
 
@@ -178,8 +222,10 @@ impl RawBiasedRwLock {
             inhibit_until: AtomicU64::new(0),
             enabled_at: AtomicU64::new(0),
             backoff: AtomicU32::new(0),
+            revoke_share: AtomicU32::new(0),
             spin: SpinEstimate::new(),
-            lock: RawRwLock::new(),
+            rebias_spin: SpinEstimate::new(),
+            lock: LockLine(RawRwLock::new()),
         }
     }
 
@@ -204,9 +250,46 @@ impl RawBiasedRwLock {
     #[inline]
     pub fn lock_shared(&self) {
         if !self.try_deferred() {
-            self.lock.lock_shared();
-            self.maybe_rebias();
+            self.lock_shared_slow(false);
         }
+    }
+
+    /// A blocking read that could not enter through the table: wait out a writer that is about
+    /// to turn the bias back on, else take the underlying read lock.
+    #[cold]
+    fn lock_shared_slow(&self, recursive: bool) {
+        if self.await_bias() && self.try_deferred() {
+            return;
+        }
+        if recursive {
+            self.lock.lock_shared_recursive();
+        } else {
+            self.lock.lock_shared();
+        }
+        self.maybe_rebias();
+    }
+
+    /// While the bias pays, a writer revokes it only for its own critical section and turns it
+    /// back on as it unlocks. A reader that arrives meanwhile waits for that by *reading* the
+    /// bias (for a learned time), instead of queueing on the underlying lock: queueing would
+    /// write the lock's line twice (lock and unlock) and pull it away from the writer. Returns
+    /// whether the bias is on (worth another try through the table).
+    fn await_bias(&self) -> bool {
+        match self.rbias.load(Ordering::Relaxed) {
+            BIASED => return true,
+            OFF if self.backoff.load(Ordering::Relaxed) == 0 && self.lock.is_locked_exclusive() => {
+            }
+            _ => return false,
+        }
+        let mut spinner = Spinner::polling(self.rebias_spin.budget());
+        while spinner.spin() {
+            if self.rbias.load(Ordering::Relaxed) == BIASED {
+                self.rebias_spin.record(true, spinner.spent_ns());
+                return true;
+            }
+        }
+        self.rebias_spin.record(false, 0);
+        false
     }
 
     /// Takes a read lock if that needs no waiting.
@@ -239,8 +322,7 @@ impl RawBiasedRwLock {
     #[inline]
     pub fn lock_shared_recursive(&self) {
         if !self.try_deferred() {
-            self.lock.lock_shared_recursive();
-            self.maybe_rebias();
+            self.lock_shared_slow(true);
         }
     }
 
@@ -351,6 +433,12 @@ impl RawBiasedRwLock {
 
     #[cold]
     fn wake_revoker(&self) {
+        // Best effort, like the rest of the revoker's wake-ups (its naps are timed): only a
+        // writer that announced a nap is worth a write to the lock's line, which the revoker
+        // and every reader are reading.
+        if self.drain.load(Ordering::Relaxed) & DRAIN_SLEEPING == 0 {
+            return;
+        }
         // Changing the word makes a writer about to sleep re-check the slots; Release orders our
         // slot store before it.
         let d = self.drain.fetch_add(DRAIN_STEP, Ordering::Release);
@@ -470,6 +558,20 @@ impl RawBiasedRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn unlock_exclusive(&self) {
+        if self.rbias.load(Ordering::Relaxed) == OFF
+            && self.backoff.load(Ordering::Relaxed) == 0
+            && !self.lock.writers_waiting()
+        {
+            // The last revocation paid (see `revoke`): the writer turns the bias back on as it
+            // leaves, rather than leave that to the readers' slow path (every reader would take
+            // the underlying lock, passing its line around, until one of them looks at the
+            // clock). Its writes are done, so deferred readers may enter before the underlying
+            // lock is released; the next writer acquires after that release and sees the bias.
+            // A plain store: while we hold the write lock nobody else changes an OFF bias.
+            self.enabled_at.store(now_ns(), Ordering::Relaxed);
+            // Release: this critical section happens before every reader that sees the bias.
+            self.rbias.store(BIASED, Ordering::Release);
+        }
         // SAFETY: the caller holds the write lock, i.e. the underlying write lock.
         unsafe { self.lock.unlock_exclusive() }
     }
@@ -650,12 +752,19 @@ impl RawBiasedRwLock {
         let end = now_ns();
         let cost = end.saturating_sub(start).max(1);
         let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
-        // Did the bias pay? Not if it lived less than PAYOFF_FACTOR revocation costs
-        // (revocations would eat over a ninth of the time: writes are frequent). Then the bias
-        // stays off for a back-off window that doubles with each such revocation, so it fades
-        // out; after a bias that paid, the next slow reader may re-enable it at once.
+        // Did the bias pay? It did if, on average over the last few revocations, it lived at
+        // least PAYOFF_FACTOR revocation costs (revocations then take under a fifth of the
+        // time). An average, not this one revocation: with several writers, the gaps between
+        // revocations alternate short and long with the writers' relative phase, and a verdict
+        // per gap would flip the bias on and off with it. If it did not pay, the bias stays off
+        // for a back-off window that doubles with each such revocation, so it fades out as
+        // writes get frequent; if it did, the writer turns it back on as it unlocks.
+        let share = (cost << SHARE_SHIFT) / cost.saturating_add(lived);
+        let avg = self.revoke_share.load(Ordering::Relaxed) as u64;
+        let avg = avg - (avg >> SHARE_EWMA_SHIFT) + (share >> SHARE_EWMA_SHIFT);
+        self.revoke_share.store(avg as u32, Ordering::Relaxed);
         let previous = self.backoff.load(Ordering::Relaxed);
-        let backoff = if lived < cost.saturating_mul(PAYOFF_FACTOR) {
+        let backoff = if avg * (PAYOFF_FACTOR + 1) > 1 << SHARE_SHIFT {
             (previous + 1).min(MAX_BACKOFF)
         } else {
             0
@@ -680,7 +789,7 @@ impl RawBiasedRwLock {
     fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
         // Deferred readers leave after a read section: spin about as long as that has been
         // paying on this lock, then nap.
-        let mut spinner = Spinner::new(self.spin.budget());
+        let mut spinner = Spinner::polling(self.spin.budget());
         let mut rec = stats::Recorder::begin(); // lockstat: a writer waits for readers to drain
         let mut learned = false;
         let mut nap_ns = NAP_MIN_NS;
@@ -748,7 +857,7 @@ impl core::fmt::Debug for RawBiasedRwLock {
         f.debug_struct("RawBiasedRwLock")
             .field("biased", &self.is_biased())
             .field("backoff", &self.backoff.load(Ordering::Relaxed))
-            .field("lock", &self.lock)
+            .field("lock", &*self.lock)
             .finish()
     }
 }

@@ -34,17 +34,17 @@ fn within(secs: u64, what: &'static str, f: impl FnOnce() + Send + 'static) {
     }
 }
 
-fn bytes_of(raw: &RawBiasedRwLock) -> [u8; 64] {
-    // SAFETY: reads the 64 bytes of a live lock; no other thread uses this lock while the test
+fn bytes_of(raw: &RawBiasedRwLock) -> [u8; 128] {
+    // SAFETY: reads the 128 bytes of a live lock; no other thread uses this lock while the test
     // looks, so the plain read does not race with an atomic write.
-    unsafe { std::ptr::read(raw as *const RawBiasedRwLock as *const [u8; 64]) }
+    unsafe { std::ptr::read(raw as *const RawBiasedRwLock as *const [u8; 128]) }
 }
 
 #[test]
-fn lock_is_one_cache_line_and_const_constructible() {
+fn lock_is_two_cache_lines_and_const_constructible() {
     static LOCK: BiasedRwLock<u32> = BiasedRwLock::const_new(RawBiasedRwLock::INIT, 3);
     assert_eq!(*LOCK.read(), 3);
-    assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 64);
+    assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 128);
     assert_eq!(std::mem::align_of::<RawBiasedRwLock>(), 64);
 }
 
@@ -124,6 +124,72 @@ fn writers_see_exclusive_access() {
             h.join().unwrap();
         }
     });
+}
+
+#[test]
+fn exclusive_access_holds_while_rare_writers_turn_the_bias_back_on() {
+    // Rare writes: the bias pays, so each writer revokes it and turns it back on as it leaves,
+    // and readers that arrive meanwhile wait for the bias by polling it. 64 threads on few
+    // cores: writers and pollers are preempted in every state.
+    within(
+        30,
+        "64 threads, rare writes, bias re-enabled by writers",
+        || {
+            let lock = Arc::new(BiasedRwLock::new(()));
+            let writers_in = Arc::new(AtomicUsize::new(0));
+            let readers_in = Arc::new(AtomicUsize::new(0));
+            let rebiased = Arc::new(AtomicUsize::new(0));
+            let handles: Vec<_> = (0..64)
+                .map(|i| {
+                    let (lock, writers_in, readers_in, rebiased) = (
+                        lock.clone(),
+                        writers_in.clone(),
+                        readers_in.clone(),
+                        rebiased.clone(),
+                    );
+                    thread::spawn(move || {
+                        for j in 0..4000 {
+                            if (i * 131 + j) % 1000 == 0 {
+                                let w = lock.write();
+                                assert_eq!(
+                                    writers_in.fetch_add(1, Ordering::SeqCst),
+                                    0,
+                                    "two writers"
+                                );
+                                assert_eq!(
+                                    readers_in.load(Ordering::SeqCst),
+                                    0,
+                                    "writer with readers"
+                                );
+                                writers_in.fetch_sub(1, Ordering::SeqCst);
+                                drop(w);
+                                // SAFETY: only the raw lock's state is queried.
+                                if unsafe { lock.raw() }.is_biased() {
+                                    rebiased.fetch_add(1, Ordering::Relaxed);
+                                }
+                            } else {
+                                let _r = lock.read();
+                                readers_in.fetch_add(1, Ordering::SeqCst);
+                                assert_eq!(
+                                    writers_in.load(Ordering::SeqCst),
+                                    0,
+                                    "reader with writer"
+                                );
+                                readers_in.fetch_sub(1, Ordering::SeqCst);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert!(
+                rebiased.load(Ordering::Relaxed) > 0,
+                "no writer ever left the bias on"
+            );
+        },
+    );
 }
 
 #[test]
@@ -260,9 +326,14 @@ fn bias_switches_off_for_writes_and_comes_back_when_they_stop() {
         let lock = BiasedRwLock::new(0);
         // SAFETY: only the raw lock's state is queried.
         let raw = unsafe { lock.raw() };
-        for _ in 0..100 {
+        // Back-to-back writes: revocations would take most of the time, so within a few of
+        // them the bias stays off after the writer leaves.
+        for i in 0..100 {
             *lock.write() += 1;
-            assert!(!raw.is_biased(), "a writer revokes the bias");
+            assert!(
+                i < 10 || !raw.is_biased(),
+                "the bias still comes back after write {i} of a burst"
+            );
             drop(lock.read());
         }
         let t0 = Instant::now();
@@ -273,6 +344,28 @@ fn bias_switches_off_for_writes_and_comes_back_when_they_stop() {
                 "bias never came back"
             );
         }
+    });
+}
+
+#[test]
+fn a_rare_writer_turns_the_bias_back_on_as_it_leaves() {
+    within(10, "rare writes keep the bias", || {
+        let lock = BiasedRwLock::new(0);
+        // SAFETY: only the raw lock's state is queried.
+        let raw = unsafe { lock.raw() };
+        for i in 0..20 {
+            // Long enough between writes that a revocation is a small share of the time.
+            thread::sleep(Duration::from_millis(1));
+            let mut g = lock.write();
+            assert!(
+                !raw.is_biased(),
+                "write {i}: the bias is off while a writer holds"
+            );
+            *g += 1;
+            drop(g);
+            assert!(raw.is_biased(), "write {i}: the writer left the bias off");
+        }
+        assert_eq!(*lock.read(), 20);
     });
 }
 

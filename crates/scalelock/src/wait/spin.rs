@@ -421,6 +421,8 @@ pub struct Spinner {
     budget_ps: u64,
     spent_ps: u64,
     step: u32,
+    /// Steps stop growing at `2^max_step_log` pauses.
+    max_step_log: u32,
     #[cfg_attr(loom, allow(dead_code))]
     seed: u32,
 }
@@ -437,7 +439,33 @@ impl Spinner {
             budget_ps,
             spent_ps: 0,
             step: 0,
+            max_step_log: 7,
             seed: 0,
+        }
+    }
+
+    /// A spinner for a wait that only *reads* the word it waits on (say, a flag that another
+    /// thread will set): its steps stay short (at most 4 pauses), so the waiter notices the
+    /// change within a few nanoseconds. Backing off protects a line that waiters write, or
+    /// compare-and-swap, from their traffic; polling with loads costs the thread that will
+    /// change it nothing, since its store invalidates every reader's copy at once, whatever
+    /// their number.
+    ///
+    /// ```
+    /// use scalelock::wait::{SpinBudget, Spinner};
+    ///
+    /// let mut s = Spinner::polling(SpinBudget::Nanos(1_000));
+    /// let mut steps = 0;
+    /// while s.spin() {
+    ///     steps += 1; // re-read the flag here
+    /// }
+    /// assert!(steps > 8 && s.spent_ns() >= 1_000);
+    /// ```
+    #[inline]
+    pub fn polling(budget: SpinBudget) -> Spinner {
+        Spinner {
+            max_step_log: 2,
+            ..Spinner::new(budget)
         }
     }
 
@@ -465,7 +493,7 @@ impl Spinner {
         // Steps grow 1, 2, 4, .. pauses up to about 256 ns, so a waiter re-checks often enough to
         // catch a quick release but does not hammer the lock's cache line.
         let cap = (256_000 / pause).clamp(1, 128) as u32;
-        let max = (1u32 << self.step.min(7)).min(cap);
+        let max = (1u32 << self.step.min(self.max_step_log)).min(cap);
         if self.seed == 0 {
             self.seed = (self as *const Spinner as usize as u32) | 1;
         }
