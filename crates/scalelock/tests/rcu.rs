@@ -8,7 +8,7 @@ use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use scalelock::rcu::{synchronize, synchronize_timeout, Rcu};
+use scalelock::rcu::{synchronize, synchronize_timeout, Rcu, RcuReader};
 
 /// Generous bound for "it eventually happens" on a loaded 2-core machine.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -331,4 +331,116 @@ fn into_inner_get_mut_and_drop_own_the_current_version() {
     assert_eq!(v.seq, 2);
     drop(v);
     wait_live(&live, 0);
+}
+
+#[test]
+fn a_cell_is_two_words_so_arrays_of_cells_stay_dense() {
+    assert_eq!(
+        std::mem::size_of::<Rcu<[u64; 4]>>(),
+        2 * std::mem::size_of::<usize>()
+    );
+}
+
+#[test]
+fn a_qsbr_reader_holds_back_grace_periods_until_its_quiescent_state() {
+    let live = Arc::new(AtomicUsize::new(0));
+    let cell = Arc::new(Rcu::new(Checked::new(0, &live)));
+    let (tx, rx) = mpsc::channel::<&'static str>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let reader = {
+        let cell = cell.clone();
+        thread::spawn(move || {
+            let mut reader = RcuReader::new();
+            let old = reader.read(&cell);
+            tx.send("read").unwrap();
+            // The writer replaces the version now; ours must stay intact while we are pinned.
+            go_rx
+                .recv_timeout(PATIENCE)
+                .expect("writer never replaced it");
+            old.check();
+            assert_eq!(old.seq, 0, "a reader's reference changed under it");
+            assert_eq!(reader.read(&cell).seq, 1, "a new read sees the new version");
+            reader.quiescent();
+            tx.send("quiescent").unwrap();
+            // Keeps reading and declaring quiescent states until told to go (an epoch advances
+            // one step per round of quiescent states, and a grace period takes two).
+            while go_rx.recv_timeout(Duration::from_millis(1)).is_err() {
+                reader.read(&cell).check();
+                reader.quiescent();
+            }
+            drop(reader);
+        })
+    };
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), "read");
+    cell.store(Checked::new(1, &live));
+    assert!(
+        !synchronize_timeout(Duration::from_millis(100)),
+        "a grace period ended while a QSBR reader that read before it was pinned"
+    );
+    assert_eq!(
+        live.load(Ordering::SeqCst),
+        2,
+        "the version in use was freed"
+    );
+    go_tx.send(()).unwrap();
+    assert_eq!(rx.recv_timeout(PATIENCE).unwrap(), "quiescent");
+    wait_live(&live, 1);
+    go_tx.send(()).unwrap();
+    reader.join().unwrap();
+}
+
+#[test]
+fn synchronize_while_holding_a_qsbr_reader_panics_instead_of_deadlocking() {
+    let r = thread::spawn(|| {
+        let _reader = RcuReader::new();
+        synchronize();
+    })
+    .join();
+    assert!(
+        r.is_err(),
+        "synchronize inside a read-side section must panic"
+    );
+}
+
+#[test]
+fn qsbr_readers_never_see_a_torn_or_freed_version_under_concurrent_updates() {
+    // 16 readers that stay pinned and declare a quiescent state every 32 reads, against a writer
+    // that keeps publishing: every version a reader sees is intact, and everything retired is
+    // freed by the end.
+    let live = Arc::new(AtomicUsize::new(0));
+    let cell = Arc::new(Rcu::new(Checked::new(0, &live)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..16)
+        .map(|_| {
+            let (cell, stop) = (cell.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut reader = RcuReader::new();
+                let mut last = 0;
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let v = reader.read(&cell);
+                    v.check();
+                    assert!(v.seq >= last, "a version went back in time");
+                    last = v.seq;
+                    reads += 1;
+                    if reads % 32 == 0 {
+                        reader.quiescent();
+                    }
+                }
+                reads
+            })
+        })
+        .collect();
+    let t0 = Instant::now();
+    let mut seq = 0;
+    while t0.elapsed() < Duration::from_millis(500) {
+        seq += 1;
+        cell.store(Checked::new(seq, &live));
+    }
+    stop.store(true, Ordering::Relaxed);
+    for r in readers {
+        assert!(r.join().unwrap() > 0, "a reader never read");
+    }
+    assert!(seq > 10, "the writer made no progress against QSBR readers");
+    wait_live(&live, 1);
 }

@@ -65,7 +65,7 @@ pub fn describe(lock: &str) -> &'static str {
         "lock_api-bare" => "lock_api::Mutex over scalelock's RawMutex: no lockstat wrapper at all",
         "scalelock-mutex" => "path-lookup: scalelock::Mutex<HashMap> (one lock, as OSv's VFS)",
         "scalelock-rcu" => {
-            "path-lookup: 4096 shards, each a scalelock::rcu::Rcu cell (readers take no lock)"
+            "path-lookup: 8192 hash slots, each a scalelock::rcu::Rcu cell; QSBR readers (no lock, no fence)"
         }
         "dashmap" => "path-lookup: dashmap::DashMap (sharded RwLocks), the crates.io peer",
         "system" => "large-alloc: glibc malloc (mmap/munmap above the mmap threshold)",
