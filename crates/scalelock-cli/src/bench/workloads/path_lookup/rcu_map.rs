@@ -138,7 +138,7 @@ struct Slot {
     bucket: Rcu<Bucket>,
 }
 
-/// A slot's tag for a hash: bits the slot index (the top [`SLOT_BITS`]) does not use.
+/// A slot's tag for a hash: bits the slot index (the top 16 at most) does not use.
 #[inline]
 fn tag(h: u64) -> u8 {
     (h >> 16) as u8
@@ -147,17 +147,29 @@ fn tag(h: u64) -> u8 {
 /// The RCU map.
 pub(super) struct RcuMap {
     slots: Box<[Slot]>,
+    /// `64 - log2(slots)`: a hash's slot is its top bits.
+    slot_shift: u32,
     hasher: RandomState,
 }
 
 impl RcuMap {
     /// A map of these (name, inode) pairs; names must be distinct.
     pub(super) fn new<'a>(entries: impl Iterator<Item = (&'a Arc<str>, Inode)>) -> RcuMap {
+        RcuMap::with_slot_bits(SLOT_BITS, entries)
+    }
+
+    /// A map of `2^bits` slots (`1..=16`; tests use few, so that rewrites race with lookups).
+    fn with_slot_bits<'a>(
+        bits: u32,
+        entries: impl Iterator<Item = (&'a Arc<str>, Inode)>,
+    ) -> RcuMap {
+        assert!((1..=16).contains(&bits), "slot bits {bits} outside 1..=16");
         let hasher = RandomState::default();
-        let mut buckets: Vec<Vec<Dentry>> = (0..1 << SLOT_BITS).map(|_| Vec::new()).collect();
+        let slot_shift = 64 - bits;
+        let mut buckets: Vec<Vec<Dentry>> = (0..1 << bits).map(|_| Vec::new()).collect();
         for (name, inode) in entries {
             let h = hasher.hash_one(name.as_bytes());
-            buckets[(h >> (64 - SLOT_BITS)) as usize].push(Dentry::new(name, inode));
+            buckets[(h >> slot_shift) as usize].push(Dentry::new(name, inode));
         }
         let slots = buckets
             .into_iter()
@@ -176,7 +188,11 @@ impl RcuMap {
                 slot
             })
             .collect();
-        RcuMap { slots, hasher }
+        RcuMap {
+            slots,
+            slot_shift,
+            hasher,
+        }
     }
 
     /// Writes where `bucket`'s dentries are, how many, and their tags into `slot` (the caller
@@ -200,7 +216,7 @@ impl RcuMap {
     #[inline]
     fn slot(&self, path: &[u8]) -> (u64, &Slot) {
         let h = self.hasher.hash_one(path);
-        (h, &self.slots[(h >> (64 - SLOT_BITS)) as usize])
+        (h, &self.slots[(h >> self.slot_shift) as usize])
     }
 
     /// Looks `path` up under `reader`'s read-side section. Writes nothing shared.
@@ -314,6 +330,19 @@ impl RcuMap {
         removed
     }
 
+    /// Republishes `path`'s bucket with its dentries in reverse order (tests: every dentry
+    /// moves, so a lookup that paired one version's tags with another's dentries would miss).
+    #[cfg(test)]
+    fn reverse_bucket_of(&self, path: &str) {
+        self.rewrite(path.as_bytes(), |b| {
+            let mut d = b.entries.to_vec();
+            d.reverse();
+            Some(Bucket {
+                entries: d.into_boxed_slice(),
+            })
+        });
+    }
+
     /// The number of dentries (a sum over the buckets, not a snapshot).
     pub(super) fn len(&self) -> usize {
         self.slots
@@ -372,5 +401,61 @@ mod tests {
         map.insert_locked(&names[3], Inode::new(77));
         assert_eq!(map.lookup(&reader, &names[3]), Some(Inode::new(77)));
         assert_eq!(map.len(), names.len());
+    }
+
+    #[test]
+    fn lookups_never_miss_a_present_name_while_its_bucket_is_rewritten() {
+        // Stable names stay present throughout; a writer keeps inserting and removing other
+        // names and reversing buckets, which rewrites the same buckets and moves every dentry. A
+        // lookup that mixed one version's tags with another's dentries could miss a stable
+        // name: the seqcount must prevent that.
+        use std::sync::atomic::AtomicBool;
+        // Two slots, so that every rewrite hits a slot the readers are reading, and few enough
+        // names that the slots' tags cover them (dentries move on every removal).
+        let stable: Vec<Arc<str>> = (0..16).map(|i| Arc::from(format!("/s/{i}"))).collect();
+        let churn: Vec<Arc<str>> = (0..24).map(|i| Arc::from(format!("/c/{i}"))).collect();
+        let map = RcuMap::with_slot_bits(
+            1,
+            stable
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (n, Inode::new(i as u64))),
+        );
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let (map, stable, stop) = (&map, &stable, &stop);
+                s.spawn(move || {
+                    let mut reader = RcuReader::new();
+                    let mut n = 0usize;
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = (n * 7 + t) % stable.len();
+                        let path = String::from(&*stable[i]);
+                        assert_eq!(
+                            map.lookup(&reader, &path),
+                            Some(Inode::new(i as u64)),
+                            "{path} missed during a rewrite"
+                        );
+                        n += 1;
+                        if n % 32 == 0 {
+                            reader.quiescent();
+                        }
+                    }
+                });
+            }
+            let t0 = std::time::Instant::now();
+            let mut k = 0;
+            while t0.elapsed() < std::time::Duration::from_millis(300) {
+                let name = &churn[k % churn.len()];
+                if map.contains(name) {
+                    map.remove_locked(name);
+                } else {
+                    map.insert_locked(name, Inode::new(1_000_000 + k as u64));
+                }
+                map.reverse_bucket_of(&stable[k % stable.len()]);
+                k += 1;
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
     }
 }
