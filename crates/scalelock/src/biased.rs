@@ -35,7 +35,7 @@
 //! time doubled for each unpaid revocation in a row (up to `2^10`): as writes get frequent the
 //! bias fades out and the lock behaves as the plain [`RawRwLock`] plus a few predictable loads.
 //! A reader on the slow path turns the bias back on once the window has passed (it looks at the
-//! clock once every 16 slow reads).
+//! clock once every 256 slow reads).
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
 //! and a writer that locks all eight), the lock object here is two cache lines and the table is
@@ -57,6 +57,9 @@
 //!  | enabled_at    when bias last came on|     per thread (no allocation): up to 8 deferred
 //!  | backoff       revocation back-off   |     read locks held, as (lock, slot, nesting count)
 //!  | revoke_share  avg revocation share  |
+//!  | reader_found  avg: a reader inside? |
+//!  | revocations   count (1 in 8 timed)  |
+//!  | cost_ns       last timed revocation |
 //!  | spin          learned drain wait    |
 //!  | rebias_spin   learned bias wait     |
 //!  +-------------------------------------+
@@ -116,12 +119,20 @@ const INHIBIT_FACTOR: u64 = 2;
 const PAYOFF_FACTOR: u64 = 4;
 /// `revoke_share` is a fraction in units of `2^-SHARE_SHIFT`.
 const SHARE_SHIFT: u32 = 16;
-/// `revoke_share` averages over about `2^SHARE_EWMA_SHIFT` revocations.
+/// `revoke_share` and `reader_found` average over about `2^SHARE_EWMA_SHIFT` revocations.
 const SHARE_EWMA_SHIFT: u32 = 3;
+/// Revocations find a reader inside less than once in this many: readers do not share the lock.
+const MIN_FOUND_ONE_IN: u64 = 16;
+/// Without readers that share the lock, the bias pays only if the revoking thread itself read
+/// through the table at least this many times since its last revocation (a deferred read saves
+/// a few nanoseconds over the underlying lock; a revocation costs tens).
+const MIN_OWN_READS: u32 = 32;
+/// One revocation in this many is timed (two clock reads, and one at the unlock before it).
+const TIME_EVERY: u32 = if cfg!(loom) { 1 } else { 8 };
 /// The largest back-off exponent: the bias stays off at most `2^10 x 2 x` the revocation cost.
 const MAX_BACKOFF: u32 = 10;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
-const CLOCK_EVERY: u32 = 16;
+const CLOCK_EVERY: u32 = 256;
 
 /// `rbias`: readers may enter through the visible-readers table.
 const BIASED: u32 = 1;
@@ -173,6 +184,13 @@ pub struct RawBiasedRwLock {
     /// Moving average of the time share revocations take: cost / (cost + bias lifetime), in
     /// units of `2^-SHARE_SHIFT`. Written only by revoking writers (under the write lock).
     revoke_share: AtomicU32,
+    /// Moving average of whether a revocation found a deferred reader inside (1 or 0, in units
+    /// of `2^-SHARE_SHIFT`); starts at one half. Written only by revoking writers.
+    reader_found: AtomicU32,
+    /// Revocations so far (wrapping); every [`TIME_EVERY`]th is timed. Written only by writers.
+    revocations: AtomicU32,
+    /// The last timed revocation's cost in ns (for back-off windows). Written only by writers.
+    cost_ns: AtomicU32,
     /// How long revoking writers have had to wait for deferred readers (learned spin budget).
     spin: SpinEstimate,
     /// How long readers have had to wait for a writer to turn the bias back on (learned).
@@ -207,6 +225,9 @@ impl RawBiasedRwLock {
             enabled_at: AtomicU64::new(0),
             backoff: AtomicU32::new(0),
             revoke_share: AtomicU32::new(0),
+            reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
+            revocations: AtomicU32::new(0),
+            cost_ns: AtomicU32::new(0),
             spin: SpinEstimate::new(),
             rebias_spin: SpinEstimate::new(),
             lock: LockLine(RawRwLock::new()),
@@ -223,6 +244,9 @@ impl RawBiasedRwLock {
             enabled_at: AtomicU64::new(0),
             backoff: AtomicU32::new(0),
             revoke_share: AtomicU32::new(0),
+            reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
+            revocations: AtomicU32::new(0),
+            cost_ns: AtomicU32::new(0),
             spin: SpinEstimate::new(),
             rebias_spin: SpinEstimate::new(),
             lock: LockLine(RawRwLock::new()),
@@ -249,43 +273,32 @@ impl RawBiasedRwLock {
     /// visible-readers table; otherwise it takes the underlying [`RawRwLock`]'s read lock.
     #[inline]
     pub fn lock_shared(&self) {
-        if !self.try_deferred() {
-            self.lock_shared_slow(false);
-        }
-    }
-
-    /// A blocking read that could not enter through the table: wait out a writer that is about
-    /// to turn the bias back on, else take the underlying read lock.
-    #[cold]
-    fn lock_shared_slow(&self, recursive: bool) {
-        if self.await_bias() && self.try_deferred() {
-            return;
-        }
-        if recursive {
-            self.lock.lock_shared_recursive();
-        } else {
+        if !self.try_deferred() && !self.await_bias() {
             self.lock.lock_shared();
+            self.maybe_rebias();
         }
-        self.maybe_rebias();
     }
 
     /// While the bias pays, a writer revokes it only for its own critical section and turns it
     /// back on as it unlocks. A reader that arrives meanwhile waits for that by *reading* the
     /// bias (for a learned time), instead of queueing on the underlying lock: queueing would
     /// write the lock's line twice (lock and unlock) and pull it away from the writer. Returns
-    /// whether the bias is on (worth another try through the table).
+    /// whether the reader then entered through the table.
+    #[inline]
     fn await_bias(&self) -> bool {
-        match self.rbias.load(Ordering::Relaxed) {
-            BIASED => return true,
-            OFF if self.backoff.load(Ordering::Relaxed) == 0 && self.lock.is_locked_exclusive() => {
-            }
-            _ => return false,
-        }
+        self.rbias.load(Ordering::Relaxed) == OFF
+            && self.backoff.load(Ordering::Relaxed) == 0
+            && self.lock.is_locked_exclusive()
+            && self.await_bias_slow()
+    }
+
+    #[cold]
+    fn await_bias_slow(&self) -> bool {
         let mut spinner = Spinner::polling(self.rebias_spin.budget());
         while spinner.spin() {
             if self.rbias.load(Ordering::Relaxed) == BIASED {
                 self.rebias_spin.record(true, spinner.spent_ns());
-                return true;
+                return self.try_deferred();
             }
         }
         self.rebias_spin.record(false, 0);
@@ -321,8 +334,9 @@ impl RawBiasedRwLock {
     /// Takes a read lock whenever no writer holds the lock, even while writers wait.
     #[inline]
     pub fn lock_shared_recursive(&self) {
-        if !self.try_deferred() {
-            self.lock_shared_slow(true);
+        if !self.try_deferred() && !self.await_bias() {
+            self.lock.lock_shared_recursive();
+            self.maybe_rebias();
         }
     }
 
@@ -568,7 +582,10 @@ impl RawBiasedRwLock {
             // clock). Its writes are done, so deferred readers may enter before the underlying
             // lock is released; the next writer acquires after that release and sees the bias.
             // A plain store: while we hold the write lock nobody else changes an OFF bias.
-            self.enabled_at.store(now_ns(), Ordering::Relaxed);
+            if self.revocations.load(Ordering::Relaxed).wrapping_add(1) % TIME_EVERY == 0 {
+                // The next revocation is timed: it needs to know when the bias came on.
+                self.enabled_at.store(now_ns(), Ordering::Relaxed);
+            }
             // Release: this critical section happens before every reader that sees the bias.
             self.rbias.store(BIASED, Ordering::Release);
         }
@@ -728,16 +745,34 @@ impl RawBiasedRwLock {
     #[cold]
     fn revoke(&self, deadline: Option<&Deadline>) -> bool {
         let key = self.key();
-        let start = now_ns();
+        let n = self.revocations.load(Ordering::Relaxed).wrapping_add(1);
+        self.revocations.store(n, Ordering::Relaxed);
+        // Reading the clock costs about as much as the rest of a revocation: time one in
+        // TIME_EVERY (the writer that turned the bias on before it read the clock too), and
+        // every one while the bias is backing off (revocations are rare then, and the average
+        // must be able to recover at once when writes become rare again).
+        let timed = n % TIME_EVERY == 0 || self.backoff.load(Ordering::Relaxed) != 0;
+        let start = if timed { now_ns() } else { 0 };
         // SeqCst store then SeqCst loads: the writer's side of the Dekker pair.
         self.rbias.store(OFF, Ordering::SeqCst);
         sc_fence();
         let mut drained = true;
+        let mut found = false;
+        // Time spent waiting for readers that were inside: any rwlock's writer waits for those,
+        // so it is not a cost of the bias (and a preempted reader would make it look huge).
+        let mut waited = 0;
         'scan: for id in 0..table::rows() * SLOTS {
             let slot = table::slot(id);
-            if slot.load(Ordering::SeqCst) == key && !self.wait_drained(slot, key, deadline) {
-                drained = false;
-                break 'scan;
+            if slot.load(Ordering::SeqCst) == key {
+                found = true;
+                let t0 = if timed { now_ns() } else { 0 };
+                if !self.wait_drained(slot, key, deadline) {
+                    drained = false;
+                    break 'scan;
+                }
+                if timed {
+                    waited += now_ns().saturating_sub(t0);
+                }
             }
         }
         if self.drain.load(Ordering::Relaxed) & DRAIN_SLEEPING != 0 {
@@ -749,34 +784,55 @@ impl RawBiasedRwLock {
             self.rbias.store(BIASED, Ordering::Release);
             return false;
         }
-        let end = now_ns();
-        let cost = end.saturating_sub(start).max(1);
-        let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
-        // Did the bias pay? It did if, on average over the last few revocations, it lived at
-        // least PAYOFF_FACTOR revocation costs (revocations then take under a fifth of the
-        // time). An average, not this one revocation: with several writers, the gaps between
-        // revocations alternate short and long with the writers' relative phase, and a verdict
-        // per gap would flip the bias on and off with it. If it did not pay, the bias stays off
-        // for a back-off window that doubles with each such revocation, so it fades out as
-        // writes get frequent; if it did, the writer turns it back on as it unlocks.
-        let share = (cost << SHARE_SHIFT) / cost.saturating_add(lived);
-        let avg = self.revoke_share.load(Ordering::Relaxed) as u64;
-        let avg = avg - (avg >> SHARE_EWMA_SHIFT) + (share >> SHARE_EWMA_SHIFT);
-        self.revoke_share.store(avg as u32, Ordering::Relaxed);
+        // Did the bias pay? It did if, on average over the last few timed revocations, it
+        // lived at least PAYOFF_FACTOR revocation costs (revocations then take under a fifth of
+        // the time). An average, not this one revocation: with several writers, the gaps
+        // between revocations alternate short and long with the writers' relative phase, and a
+        // verdict per gap would flip the bias on and off with it. If it did not pay, the bias
+        // stays off for a back-off window that doubles with each such revocation, so it fades
+        // out as writes get frequent; if it did, the writer turns it back on as it unlocks.
+        //
+        // And it pays only if readers share the lock: a bias spares readers on different CPUs
+        // from passing the lock's line around, which a lone reader never does, while every
+        // revocation costs the writer a scan. So the writer also averages whether it found a
+        // reader inside; if almost never (under one revocation in 16), the bias still pays if
+        // this thread read through the table often enough since its last revocation (a lone
+        // reader that writes rarely: its deferred reads are a little cheaper).
+        let mut end = 0;
+        let avg = if timed {
+            end = now_ns();
+            let cost = end.saturating_sub(start).saturating_sub(waited).max(1);
+            self.cost_ns
+                .store(cost.min(u32::MAX as u64) as u32, Ordering::Relaxed);
+            let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
+            ewma(
+                &self.revoke_share,
+                (cost << SHARE_SHIFT) / cost.saturating_add(lived),
+            )
+        } else {
+            self.revoke_share.load(Ordering::Relaxed) as u64
+        };
+        let concurrent = ewma(&self.reader_found, u64::from(found) << SHARE_SHIFT);
+        let own_reads = held::take_deferred();
         let previous = self.backoff.load(Ordering::Relaxed);
-        let backoff = if avg * (PAYOFF_FACTOR + 1) > 1 << SHARE_SHIFT {
+        let unpaid = avg * (PAYOFF_FACTOR + 1) > 1 << SHARE_SHIFT
+            || (concurrent < (1 << SHARE_SHIFT) / MIN_FOUND_ONE_IN && own_reads < MIN_OWN_READS);
+        let backoff = if unpaid {
             (previous + 1).min(MAX_BACKOFF)
         } else {
             0
         };
         self.backoff.store(backoff, Ordering::Relaxed);
-        let inhibit = if backoff == 0 {
-            0
-        } else {
-            cost.saturating_mul(INHIBIT_FACTOR) << backoff
-        };
-        self.inhibit_until
-            .store(end.saturating_add(inhibit), Ordering::Relaxed);
+        if backoff != 0 {
+            let cost = u64::from(self.cost_ns.load(Ordering::Relaxed).max(1));
+            if end == 0 {
+                end = now_ns();
+            }
+            self.inhibit_until.store(
+                end.saturating_add(cost.saturating_mul(INHIBIT_FACTOR) << backoff),
+                Ordering::Relaxed,
+            );
+        }
         true
     }
 
@@ -829,6 +885,15 @@ impl RawBiasedRwLock {
             loom::thread::yield_now();
         }
     }
+}
+
+/// Moves the moving average in `avg` (units of `2^-SHARE_SHIFT`, written only under the write
+/// lock) one step towards `sample`; returns the new average.
+fn ewma(avg: &AtomicU32, sample: u64) -> u64 {
+    let a = avg.load(Ordering::Relaxed) as u64;
+    let a = a - (a >> SHARE_EWMA_SHIFT) + (sample >> SHARE_EWMA_SHIFT);
+    avg.store(a as u32, Ordering::Relaxed);
+    a
 }
 
 /// Whether deadline `a` comes before `b` (different clocks: assume not).
@@ -961,6 +1026,8 @@ mod held {
         /// Entries in use: lets the common cases (none held) skip the scan.
         used: Cell<u32>,
         clock: Cell<u32>,
+        /// Deferred read locks this thread has taken since it last revoked a bias.
+        deferred: Cell<u32>,
     }
 
     impl Held {
@@ -971,6 +1038,7 @@ mod held {
                 depth: [const { Cell::new(0) }; HELD],
                 used: Cell::new(0),
                 clock: Cell::new(0),
+                deferred: Cell::new(0),
             }
         }
     }
@@ -1038,7 +1106,13 @@ mod held {
             h.slot[entry].set(slot);
             h.depth[entry].set(1);
             h.used.set(h.used.get() + 1);
+            h.deferred.set(h.deferred.get().saturating_add(1));
         });
+    }
+
+    /// The deferred read locks this thread has taken since the last call (any lock).
+    pub(super) fn take_deferred() -> u32 {
+        with(|h| h.deferred.replace(0)).unwrap_or(0)
     }
 
     /// Releases one deferred read lock on `key`: `Some(Some(slot))` when the slot is to be

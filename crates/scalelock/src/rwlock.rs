@@ -85,11 +85,15 @@
 //! holder remains it does nothing (that holder's release will); otherwise it ends a `READ_TURN`,
 //! wakes one writer if `WRITERS_WAITING` and leaves the bit set, so that readers do not barge in
 //! before the woken writer gets a CPU (under oversubscription that can take milliseconds); only
-//! if no writer was asleep does it clear the bit and wake the parked readers. A writer that has
-//! slept keeps `WRITERS_WAITING` set when it takes the lock (others may still sleep), so its
-//! unlock passes the wake-up on; a timed writer that gives up clears
-//! `WRITERS_WAITING` and wakes every sleeper, which re-arm what they still need. That is what the
-//! loom models in `tests/loom_rwlock.rs` check: no lost wake-up, no stranded sleeper.
+//! if no writer was asleep does it clear the bit and wake the parked readers, and only if the
+//! word has not changed since it found none asleep (a writer that slept after that wake-up saw the
+//! lock held in between; a releaser preempted at this point once cleared the bit long after, with
+//! writers asleep that nobody would wake again). A writer that has slept keeps
+//! `WRITERS_WAITING` set when it takes the lock (others may still sleep), so its unlock passes
+//! the wake-up on; a timed writer that gives up clears `WRITERS_WAITING` and wakes every sleeper,
+//! which re-arm what they still need. That is what the loom models in `tests/loom_rwlock.rs`
+//! check: no lost wake-up, no stranded sleeper (the preempted-releaser case takes more threads
+//! than loom can explore; `tests/rwlock.rs` reproduces it within seconds when broken).
 
 use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
@@ -754,8 +758,12 @@ impl RawRwLock {
     #[cold]
     fn wake_after_release(&self) {
         let mut s = self.state.load(Ordering::Relaxed);
-        // Set once a writer wake-up found nobody asleep: WRITERS_WAITING is then stale.
-        let mut no_writer_asleep = false;
+        // The state word when a writer wake-up found nobody asleep. WRITERS_WAITING is stale
+        // only while the word still holds exactly that value: a writer that went to sleep after
+        // that wake-up saw the lock held, so the word changed in between (and the holder's
+        // release, or the end of the read turn it handed over, owes that writer a wake-up; a
+        // waker that was preempted here must not clear the bit from under it).
+        let mut no_writer_asleep_at = None;
         loop {
             if s & (WRITER | UPGRADABLE | READERS_MASK) != 0 {
                 return;
@@ -763,13 +771,13 @@ impl RawRwLock {
             let new = if s & READ_TURN != 0 {
                 s & !READ_TURN
             } else if s & WRITERS_WAITING != 0 {
-                if !no_writer_asleep {
+                if no_writer_asleep_at != Some(s) {
                     // WRITERS_WAITING stays set, so readers keep out until the woken writer
                     // runs and takes the lock (it may be a while on a loaded machine).
                     if self.wake_writers(1) > 0 {
                         return;
                     }
-                    no_writer_asleep = true;
+                    no_writer_asleep_at = Some(s);
                     s = self.state.load(Ordering::Relaxed);
                     continue;
                 }

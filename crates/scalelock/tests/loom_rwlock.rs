@@ -253,3 +253,59 @@ fn timed_reader_that_gives_up_strands_nobody() {
         write(&s);
     });
 }
+
+#[test]
+fn two_writers_and_a_reader_all_complete() {
+    loom::model(|| {
+        let s = shared();
+        let (s1, s2, s3) = (s.clone(), s.clone(), s.clone());
+        let w1 = thread::spawn(move || write(&s1));
+        let w2 = thread::spawn(move || write(&s2));
+        let r = thread::spawn(move || read(&s3));
+        w1.join().unwrap();
+        w2.join().unwrap();
+        r.join().unwrap();
+        assert_eq!(read(&s), 2);
+    });
+}
+
+#[test]
+fn three_writers_and_a_reader_all_complete() {
+    // Four threads: one preemption already explores every hand-over order between them; two
+    // take hours.
+    let mut model = loom::model::Builder::new();
+    model.preemption_bound = Some(1);
+    model.check(|| {
+        let s = shared();
+        let (s1, s2, s3) = (s.clone(), s.clone(), s.clone());
+        let w1 = thread::spawn(move || write(&s1));
+        let w2 = thread::spawn(move || write(&s2));
+        let r = thread::spawn(move || read(&s3));
+        write(&s);
+        w1.join().unwrap();
+        w2.join().unwrap();
+        r.join().unwrap();
+        assert_eq!(read(&s), 3);
+    });
+}
+
+#[test]
+fn two_writers_twice_and_a_reader_all_complete() {
+    loom::model(|| {
+        let s = shared();
+        let (s1, s2, s3) = (s.clone(), s.clone(), s.clone());
+        let w1 = thread::spawn(move || {
+            write(&s1);
+            write(&s1);
+        });
+        let w2 = thread::spawn(move || {
+            write(&s2);
+            write(&s2);
+        });
+        let r = thread::spawn(move || read(&s3));
+        w1.join().unwrap();
+        w2.join().unwrap();
+        r.join().unwrap();
+        assert_eq!(read(&s), 4);
+    });
+}

@@ -413,3 +413,39 @@ fn timed_acquisitions_give_up_and_leave_the_lock_usable() {
         drop(u);
     });
 }
+
+#[test]
+fn no_writer_is_left_asleep_when_writers_and_a_reader_churn() {
+    // Regression: a thread preempted inside the release path, between a writer wake-up that
+    // found nobody asleep and its clearing of WRITERS_WAITING, cleared the bit long after other
+    // writers had gone to sleep (the lock had meanwhile been handed to a read turn), so the next
+    // releases woke nobody and those writers slept forever. It took 1 to 50 rounds of this
+    // scenario to show; run rounds for a few seconds, each must finish.
+    let t0 = std::time::Instant::now();
+    let mut rounds = 0;
+    while t0.elapsed() < Duration::from_secs(3) || rounds < 10 {
+        rounds += 1;
+        within(10, "16 writers and a reader, round after round", || {
+            let lock = Arc::new(RwLock::new(0u64));
+            let stop = Arc::new(AtomicBool::new(false));
+            let writers: Vec<_> = (0..16)
+                .map(|_| {
+                    let (lock, stop) = (lock.clone(), stop.clone());
+                    thread::spawn(move || {
+                        while !stop.load(Ordering::Relaxed) {
+                            *lock.write() += 1;
+                        }
+                    })
+                })
+                .collect();
+            thread::sleep(Duration::from_millis(5));
+            for _ in 0..200 {
+                drop(lock.read());
+            }
+            stop.store(true, Ordering::Relaxed);
+            for w in writers {
+                w.join().unwrap();
+            }
+        });
+    }
+}
