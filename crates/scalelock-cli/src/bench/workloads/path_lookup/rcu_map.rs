@@ -21,8 +21,9 @@
 //!
 //! A lookup hashes the path, picks the slot, pins, and reads `seq`, then the dentries' address,
 //! their count and the tags, then `seq` again: if it did not change (and is even), they belong to
-//! one version, current at some moment after the pin, so still alive. A tag match sends the
-//! lookup to exactly one `Dentry` line, where the inline name is compared and the inode copied:
+//! one version, current at some moment after the pin, so still alive (if a writer was at work,
+//! the lookup scans the cell's current version by name instead: readers never wait). A tag match
+//! sends the lookup to exactly one `Dentry` line, where the inline name is compared and the inode copied:
 //! one line besides the slot for a hit, none for a miss. A locked `HashMap` reads its control
 //! bytes, the entry and the key's heap string: three lines for a hit. Dentries past the first 16
 //! of a slot (rare at about 12 per slot) are compared by name.
@@ -224,57 +225,51 @@ impl RcuMap {
     pub(super) fn lookup(&self, reader: &RcuReader, path: &str) -> Option<Inode> {
         // `reader` keeps this thread pinned: no version retired from before the pin on is freed
         // while the borrow of `reader` lives.
-        let _pinned = reader;
         let path = path.as_bytes();
         let (h, slot) = self.slot(path);
-        let t = tag(h);
-        loop {
-            // Seqcount read side: `seq`, then the dentries' address, count and tags, then `seq`
-            // again (after an Acquire fence): unchanged and even means they belong together,
-            // to a version that was current after the reader pinned.
-            let s1 = slot.seq.load(Ordering::Acquire);
-            if s1 & 1 != 0 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let entries = slot.entries.load(Ordering::Relaxed);
-            let len = slot.len.load(Ordering::Relaxed) as usize;
-            // Byte-parallel match: the bytes of `x` that are zero are this tag's. The classic
-            // zero-byte test below has no false negatives; its rare false positives (a byte
-            // above a true match) cost one name comparison.
-            let want = LOW_BITS * t as u64;
-            let mut candidates = [0u64; TAGS / PER_WORD];
-            for (c, word) in candidates
-                .iter_mut()
-                .zip(&slot.tags)
-                .take(len.min(TAGS).div_ceil(PER_WORD))
-            {
-                let x = word.load(Ordering::Relaxed) ^ want;
-                *c = x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS;
-            }
-            fence(Ordering::Acquire);
-            if slot.seq.load(Ordering::Relaxed) != s1 {
-                continue;
-            }
-            // SAFETY: `entries` and `len` were read in one seqcount window that saw no writer,
-            // so they are the dentries of the version that was current at that moment, which
-            // is after `reader` pinned this thread. A version is retired only once it is no
-            // longer current, and the `Rcu` cell frees it only after every thread pinned before
-            // the retirement has unpinned; `reader` is borrowed, so this thread is still pinned
-            // and these `len` dentries are alive and, being published, immutable.
-            let dentries = unsafe { std::slice::from_raw_parts(entries, len) };
-            let named = |d: &&Dentry| d.name.as_bytes() == path;
-            for (w, mut c) in candidates.into_iter().enumerate() {
-                while c != 0 {
-                    let i = w * PER_WORD + c.trailing_zeros() as usize / 8;
-                    if let Some(d) = dentries.get(i).filter(named) {
-                        return Some(d.inode);
-                    }
-                    c &= c - 1;
-                }
-            }
-            return dentries.get(TAGS..)?.iter().find(named).map(|d| d.inode);
+        // Seqcount read side: `seq`, then the dentries' address, count and tags, then `seq` again
+        // (after an Acquire fence): unchanged and even means they belong together, to a version
+        // that was current after the reader pinned. A reader never waits for a writer: if one
+        // is at work on this slot, it looks the name up in the cell's current version instead
+        // (consistent by construction, only without the tags' short cut).
+        let s1 = slot.seq.load(Ordering::Acquire);
+        let entries = slot.entries.load(Ordering::Relaxed);
+        let len = slot.len.load(Ordering::Relaxed) as usize;
+        // Byte-parallel match: the bytes of `x` that are zero are this tag's. The classic
+        // zero-byte test below has no false negatives; its rare false positives (a byte above a
+        // true match) cost one name comparison.
+        let want = LOW_BITS * tag(h) as u64;
+        let mut candidates = [0u64; TAGS / PER_WORD];
+        for (c, word) in candidates
+            .iter_mut()
+            .zip(&slot.tags)
+            .take(len.min(TAGS).div_ceil(PER_WORD))
+        {
+            let x = word.load(Ordering::Relaxed) ^ want;
+            *c = x.wrapping_sub(LOW_BITS) & !x & HIGH_BITS;
         }
+        fence(Ordering::Acquire);
+        if s1 & 1 != 0 || slot.seq.load(Ordering::Relaxed) != s1 {
+            return reader.read(&slot.bucket).find(path);
+        }
+        // SAFETY: `entries` and `len` were read in one seqcount window that saw no writer, so
+        // they are the dentries of the version that was current at that moment, which is after
+        // `reader` pinned this thread. A version is retired only once it is no longer current,
+        // and the `Rcu` cell frees it only after every thread pinned before the retirement has
+        // unpinned; `reader` is borrowed, so this thread is still pinned and these `len`
+        // dentries are alive and, being published, immutable.
+        let dentries = unsafe { std::slice::from_raw_parts(entries, len) };
+        let named = |d: &&Dentry| d.name.as_bytes() == path;
+        for (w, mut c) in candidates.into_iter().enumerate() {
+            while c != 0 {
+                let i = w * PER_WORD + c.trailing_zeros() as usize / 8;
+                if let Some(d) = dentries.get(i).filter(named) {
+                    return Some(d.inode);
+                }
+                c &= c - 1;
+            }
+        }
+        dentries.get(TAGS..)?.iter().find(named).map(|d| d.inode)
     }
 
     /// Publishes `f(current version)` as `path`'s bucket, if `f` returns one. The caller holds
