@@ -214,43 +214,37 @@ impl core::ops::Deref for LockLine {
     }
 }
 
+/// The unlocked, biased state: one literal for the `const` and the loom constructor.
+macro_rules! unlocked {
+    () => {
+        RawBiasedRwLock {
+            rbias: AtomicU32::new(BIASED),
+            drain: AtomicU32::new(0),
+            inhibit_until: AtomicU64::new(0),
+            enabled_at: AtomicU64::new(0),
+            backoff: AtomicU32::new(0),
+            revoke_share: AtomicU32::new(0),
+            reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
+            revocations: AtomicU32::new(0),
+            cost_ns: AtomicU32::new(0),
+            spin: SpinEstimate::new(),
+            rebias_spin: SpinEstimate::new(),
+            lock: LockLine(RawRwLock::new()),
+        }
+    };
+}
+
 impl RawBiasedRwLock {
     /// An unlocked lock, biased towards readers.
     #[cfg(not(loom))]
     pub const fn new() -> RawBiasedRwLock {
-        RawBiasedRwLock {
-            rbias: AtomicU32::new(BIASED),
-            drain: AtomicU32::new(0),
-            inhibit_until: AtomicU64::new(0),
-            enabled_at: AtomicU64::new(0),
-            backoff: AtomicU32::new(0),
-            revoke_share: AtomicU32::new(0),
-            reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
-            revocations: AtomicU32::new(0),
-            cost_ns: AtomicU32::new(0),
-            spin: SpinEstimate::new(),
-            rebias_spin: SpinEstimate::new(),
-            lock: LockLine(RawRwLock::new()),
-        }
+        unlocked!()
     }
 
-    /// An unlocked lock, biased towards readers.
+    /// An unlocked lock, biased towards readers (loom's atomics are not `const`).
     #[cfg(loom)]
     pub fn new() -> RawBiasedRwLock {
-        RawBiasedRwLock {
-            rbias: AtomicU32::new(BIASED),
-            drain: AtomicU32::new(0),
-            inhibit_until: AtomicU64::new(0),
-            enabled_at: AtomicU64::new(0),
-            backoff: AtomicU32::new(0),
-            revoke_share: AtomicU32::new(0),
-            reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
-            revocations: AtomicU32::new(0),
-            cost_ns: AtomicU32::new(0),
-            spin: SpinEstimate::new(),
-            rebias_spin: SpinEstimate::new(),
-            lock: LockLine(RawRwLock::new()),
-        }
+        unlocked!()
     }
 
     #[inline]
