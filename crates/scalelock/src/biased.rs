@@ -23,61 +23,81 @@
 //! after each revocation, capping the writers' overhead near a tenth. On a fast machine that rule
 //! keeps the bias off most of the time at one write per thousand reads (a revocation every few
 //! microseconds), and the readers then pay for a shared cache line on every read. scalelock asks
-//! instead whether the bias *pays*: it does if, averaged over the last ~8 revocations, it lives
-//! at least `4 x` as long as a revocation takes (revocations take under a fifth of the time). An
-//! average rather than one gap, because with several writers the gaps between revocations
-//! alternate short and long with the writers' relative phase, and a per-gap verdict flips the
-//! bias on and off with it. While the bias pays, **the writer turns it back on as it unlocks**:
-//! the bias is off only for the writer's own critical section, and a reader that arrives
-//! meanwhile *waits for the bias by reading it* (polling, for a learned time) instead of
+//! instead whether the bias *pays*, weighing what it saves readers against what revocations
+//! cost (`bias_pays`):
+//!
+//! - a read saves about one coherence miss on the lock word (taken as 32 ns) when readers on
+//!   several CPUs share the lock (revocations find a reader inside at least once in 16), and a
+//!   few ns (2) for a lone reader;
+//! - a revocation costs what the writer measures (one revocation in 8 is timed; the time spent
+//!   waiting for readers already inside is left out, as any rwlock's writer waits for those);
+//! - writers that also read count their reads between two writes, which on average is the
+//!   read:write ratio: the bias pays if those reads save more than a revocation costs. At two
+//!   threads on the 2-core VM this keeps the bias from 0.1% to 10% writes (where it measured
+//!   1.4x the plain lock) and drops it at 33% (where it lost);
+//! - for writers that do not read, the ratio is unknown: the bias pays if readers share the
+//!   lock and it lives at least twice as long as a revocation takes.
+//!
+//! All are moving averages over about 8 revocations, each sample clamped, so that neither one
+//! preempted revocation nor the short-long rhythm of two writers' phases flips the verdict.
+//!
+//! While the bias pays, **the writer turns it back on as it unlocks**: the revocation sets the
+//! bias to `PAUSED`, meaning off for this writer's critical section only, and a reader that
+//! arrives meanwhile *waits for the bias by reading it* (polling, for a learned time) instead of
 //! queueing on the underlying lock, which would write the lock's line twice and pull it from the
-//! writer. When the bias stops paying, it stays off for a back-off window, `2 x` the revocation
-//! time doubled for each unpaid revocation in a row (up to `2^10`): as writes get frequent the
-//! bias fades out and the lock behaves as the plain [`RawRwLock`] plus a few predictable loads.
-//! A reader on the slow path turns the bias back on once the window has passed (it looks at the
-//! clock once every 256 slow reads).
+//! writer. A writer that leaves while another waits hands `PAUSED` over: the next writer has no
+//! reader to scan for, and turns the bias on in its turn. When the bias stops paying it is set
+//! `OFF` and stays off for a back-off window, `2 x` the revocation time doubled for each unpaid
+//! revocation in a row (up to `2^10`): as writes get frequent the bias fades out and the lock
+//! behaves as the plain [`RawRwLock`] plus a few predictable loads. A reader on the slow path
+//! turns the bias back on once the window has passed (it looks at the clock once every 256 slow
+//! reads), or at once if it finds it `PAUSED` with no writer left to turn it on.
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
 //! and a writer that locks all eight), the lock object here is two cache lines and the table is
 //! shared by all locks; compared with BRAVO's hashed table, rows per CPU (rather than a hash of
 //! thread and lock) mean that two cores never write the same line. The two lines: one for the
-//! bias and its bookkeeping, which biased readers only read, one for the underlying lock word,
-//! which unbiased readers and writers hammer; sharing one line would cost an unbiased reader a
-//! second coherence miss for its look at the bias.
+//! bias, which biased readers only read, one for the underlying lock word and the writers'
+//! bookkeeping, which unbiased readers and writers hammer; sharing one line would cost an
+//! unbiased reader a second coherence miss for its look at the bias, and a revoking writer's
+//! bookkeeping stores would pull the bias line from the readers waiting for it.
 //!
 //! # State
 //!
 //! ```text
 //!  RawBiasedRwLock (two 64-byte lines)         visible-readers table (static, one row per CPU)
 //!  +-------------------------------------+     row 0: [slot 0 .. slot 15]  128-byte aligned
-//!  | rbias         BIASED/REVOKING/OFF   |     row 1: [slot 0 .. slot 15]
+//!  | rbias  BIASED/REVOKING/PAUSED/OFF   |     row 1: [slot 0 .. slot 15]
 //!  | drain         bit 0: a writer sleeps|     ...
 //!  |               bits 1..: sequence    |     slot = address of the lock a reader holds, or 0
-//!  | inhibit_until no re-bias before (ns)|
-//!  | enabled_at    when bias last came on|     per thread (no allocation): up to 8 deferred
-//!  | backoff       revocation back-off   |     read locks held, as (lock, slot, nesting count)
+//!  | rebias_spin   learned bias wait     |
+//!  +-------------------------------------+     per thread (no allocation): up to 8 deferred
+//!  | lock          RawRwLock (12 bytes)  |     read locks held, as (lock, slot, nesting
+//!  | backoff       revocation back-off   |     count); reads since the last write lock
 //!  | revoke_share  avg revocation share  |
 //!  | reader_found  avg: a reader inside? |
+//!  | reads_per_write, reading_writers    |
 //!  | revocations   count (1 in 8 timed)  |
-//!  | cost_ns       last timed revocation |
+//!  | cost_ns       avg revocation cost   |
 //!  | spin          learned drain wait    |
-//!  | rebias_spin   learned bias wait     |
-//!  +-------------------------------------+
-//!  | lock          RawRwLock (12 bytes)  |     (own line)
+//!  | inhibit_until no re-bias before (ns)|
+//!  | enabled_at    when bias last came on|
 //!  +-------------------------------------+
 //!
 //!  reader, BIASED:   slot: 0 -> L (CAS, own CPU's row); SC; still BIASED? enter : withdraw
-//!  reader, not:      OFF, a writer holds L and the bias pays? poll rbias until BIASED (learned
-//!                    budget), then try the table again; otherwise lock.lock_shared(), and
-//!                    if the back-off has passed and no writer waits: rbias OFF -> BIASED
+//!  reader, not:      PAUSED? poll rbias until BIASED (learned budget), then try the table
+//!                    again; BIASED again (a writer came and went)? try the table once more;
+//!                    otherwise lock.lock_shared(), then: PAUSED and no writer waits, or OFF,
+//!                    the back-off passed and no writer waits: rbias -> BIASED (CAS)
 //!  reader unlock:    deferred? slot: L -> 0 (plain store); not BIASED? wake a napping writer
 //!                    else lock.unlock_shared()
 //!  writer:           if the underlying lock is busy: BIASED -> REVOKING (stop new deferred
-//!                    readers while waiting), lock.lock_exclusive(); then unless OFF:
-//!                    rbias -> OFF; SC; wait until no slot names L (poll, then timed naps on
-//!                    `drain`); update revoke_share, backoff, inhibit_until
-//!  writer unlock:    OFF, the bias pays and no writer waits? rbias OFF -> BIASED (Release);
-//!                    then lock.unlock_exclusive()
+//!                    readers while waiting), lock.lock_exclusive(); then if BIASED/REVOKING:
+//!                    rbias -> PAUSED (if the bias pays) or OFF (backing off); SC; wait until
+//!                    no slot names L (poll, then timed naps on `drain`); judge: the bias
+//!                    pays? (else PAUSED -> OFF, back-off, inhibit_until)
+//!  writer unlock:    PAUSED, or OFF with no back-off: another writer waits? leave it PAUSED
+//!                    for that writer : rbias -> BIASED (Release); then lock.unlock_exclusive()
 //! ```
 //!
 //! The two "SC" points pair as in Dekker's algorithm: a reader publishes its slot and then
@@ -88,12 +108,14 @@
 //! that it writes the lock's line only then). The writer's naps are timed, so a reader that
 //! misses the revocation costs it latency, never progress.
 //!
-//! Invariant: while `rbias` is OFF and no revocation is in progress, no reader is inside through
-//! a slot, so a writer that finds it OFF needs no scan. `rbias` becomes OFF only under the
-//! underlying write lock, and BIASED from OFF only under an underlying read lock or by the
-//! holder of the write lock as it unlocks (its writes are done; the next writer acquires after
-//! that unlock and sees the bias). REVOKING (set by a waiting writer, undone by a timed writer
-//! that gives up) only stops new deferred readers and changes nothing about who may be inside.
+//! Invariant: while `rbias` is OFF or PAUSED and no revocation is in progress, no reader is
+//! inside through a slot, so a writer that finds it OFF or PAUSED needs no scan. `rbias` becomes
+//! OFF or PAUSED only under the underlying write lock, and BIASED from OFF or PAUSED only under
+//! an underlying read lock or by the holder of the write lock as it unlocks (its writes are
+//! done; the next writer acquires after that unlock and sees the bias). REVOKING (set by a
+//! waiting writer, undone by a timed writer that gives up) only stops new deferred readers and
+//! changes nothing about who may be inside. PAUSED differs from OFF only in what readers do:
+//! they wait for the bias rather than queue on the underlying lock.
 //!
 //! Nesting: a thread that already holds a deferred read lock on `L` and reads it again only
 //! bumps its nesting count, so that nested read never waits, not even behind a revoking writer
@@ -116,17 +138,26 @@ const HELD: usize = 8;
 /// A back-off window is this many times the last revocation's cost, times `2^backoff`.
 const INHIBIT_FACTOR: u64 = 2;
 /// The bias pays while it lives, on average, at least this many revocation costs.
-const PAYOFF_FACTOR: u64 = 4;
+const PAYOFF_FACTOR: u64 = 2;
 /// `revoke_share` is a fraction in units of `2^-SHARE_SHIFT`.
 const SHARE_SHIFT: u32 = 16;
 /// `revoke_share` and `reader_found` average over about `2^SHARE_EWMA_SHIFT` revocations.
 const SHARE_EWMA_SHIFT: u32 = 3;
+/// The largest time share one timed revocation counts for (one half).
+const MAX_SHARE_SAMPLE: u64 = 1 << (SHARE_SHIFT - 1);
 /// Revocations find a reader inside less than once in this many: readers do not share the lock.
 const MIN_FOUND_ONE_IN: u64 = 16;
-/// Without readers that share the lock, the bias pays only if the revoking thread itself read
-/// through the table at least this many times since its last revocation (a deferred read saves
-/// a few nanoseconds over the underlying lock; a revocation costs tens).
-const MIN_OWN_READS: u32 = 32;
+/// What a read saves with the bias on, in ns, while readers on several CPUs share the lock: the
+/// underlying lock's line would move between their caches on every read (a transfer costs
+/// 50-100 ns; deferred reads measured 8 ns against 57 ns for the plain lock at 2 threads).
+const SAVED_NS_SHARED: u64 = 32;
+/// What a read saves with the bias on, in ns, for a lone reader: an uncontended atomic
+/// read-modify-write of the lock word against one of the reader's own row.
+const SAVED_NS_LONE: u64 = 2;
+/// `reads_per_write` is a count in units of `2^-READS_SHIFT`.
+const READS_SHIFT: u32 = 4;
+/// The largest count of reads one write counts for.
+const MAX_READS_SAMPLE: u32 = 1 << 16;
 /// One revocation in this many is timed (two clock reads, and one at the unlock before it).
 const TIME_EVERY: u32 = if cfg!(loom) { 1 } else { 8 };
 /// The largest back-off exponent: the bias stays off at most `2^10 x 2 x` the revocation cost.
@@ -142,6 +173,10 @@ const OFF: u32 = 0;
 /// `rbias`: off, but readers may still be inside through the table: a writer waiting for the
 /// underlying lock stopped new deferred readers early; it scans once it holds the lock.
 const REVOKING: u32 = 2;
+/// `rbias`: off for one writer's critical section only: the holder of the underlying write lock
+/// revoked a bias that pays, and turns it back on as it unlocks. Readers wait for that by
+/// reading `rbias`, without touching the underlying lock's line.
+const PAUSED: u32 = 3;
 
 /// First and longest timed nap of a writer waiting for deferred readers to leave.
 const NAP_MIN_NS: u64 = 50_000;
@@ -175,42 +210,52 @@ pub struct RawBiasedRwLock {
     rbias: AtomicU32,
     /// Revocation wake-ups: bit 0 = a writer sleeps, the rest a sequence readers bump.
     drain: AtomicU32,
+    /// How long readers have had to wait for a writer to turn the bias back on (learned).
+    rebias_spin: SpinEstimate,
+    /// The underlying lock and the writers' bookkeeping, on a cache line of its own: while the
+    /// bias is off, readers and writers hammer the lock word, and the bias word (which every
+    /// reader loads first) would otherwise be dragged along, costing each reader a second
+    /// coherence miss; while it is on, a revoking writer owns this line, and its bookkeeping
+    /// stores do not pull the bias line away from the readers waiting for the bias.
+    lock: LockLine,
+}
+
+/// The underlying [`RawRwLock`] and what revoking writers keep (written under the write lock,
+/// or by readers on the slow path, who hold the underlying read lock), alone on a cache line.
+#[repr(align(64))]
+struct LockLine {
+    lock: RawRwLock,
+    /// Revocation back-off exponent (see the module docs).
+    backoff: AtomicU32,
+    /// Moving average of the time share revocations take: cost / (cost + bias lifetime), in
+    /// units of `2^-SHARE_SHIFT`.
+    revoke_share: AtomicU32,
+    /// Moving average of whether a revocation found a deferred reader inside (1 or 0, in units
+    /// of `2^-SHARE_SHIFT`); starts at one half.
+    reader_found: AtomicU32,
+    /// Revocations so far (wrapping); every [`TIME_EVERY`]th is timed.
+    revocations: AtomicU32,
+    /// Moving average of timed revocations' cost in ns.
+    cost_ns: AtomicU32,
+    /// Moving average of how many reads a writer that also reads did between two of its writes
+    /// (units of `2^-READS_SHIFT`; revocations by writers that read only).
+    reads_per_write: AtomicU32,
+    /// Moving average of whether the revoking writer reads too (1 or 0, in units of
+    /// `2^-SHARE_SHIFT`); starts at one half.
+    reading_writers: AtomicU32,
+    /// How long revoking writers have had to wait for deferred readers (learned spin budget).
+    spin: SpinEstimate,
     /// `now_ns()` before which no reader re-enables the bias.
     inhibit_until: AtomicU64,
     /// `now_ns()` when the bias was last re-enabled.
     enabled_at: AtomicU64,
-    /// Revocation back-off exponent (see the module docs).
-    backoff: AtomicU32,
-    /// Moving average of the time share revocations take: cost / (cost + bias lifetime), in
-    /// units of `2^-SHARE_SHIFT`. Written only by revoking writers (under the write lock).
-    revoke_share: AtomicU32,
-    /// Moving average of whether a revocation found a deferred reader inside (1 or 0, in units
-    /// of `2^-SHARE_SHIFT`); starts at one half. Written only by revoking writers.
-    reader_found: AtomicU32,
-    /// Revocations so far (wrapping); every [`TIME_EVERY`]th is timed. Written only by writers.
-    revocations: AtomicU32,
-    /// The last timed revocation's cost in ns (for back-off windows). Written only by writers.
-    cost_ns: AtomicU32,
-    /// How long revoking writers have had to wait for deferred readers (learned spin budget).
-    spin: SpinEstimate,
-    /// How long readers have had to wait for a writer to turn the bias back on (learned).
-    rebias_spin: SpinEstimate,
-    /// The underlying lock: writers, and readers while the bias is off. On a cache line of its
-    /// own: while the bias is off, readers and writers hammer it, and the bias word beside them
-    /// (which every reader loads first) would otherwise be dragged along, costing each reader
-    /// a second coherence miss.
-    lock: LockLine,
 }
-
-/// The underlying [`RawRwLock`], alone on its cache line.
-#[repr(align(64))]
-struct LockLine(RawRwLock);
 
 impl core::ops::Deref for LockLine {
     type Target = RawRwLock;
     #[inline]
     fn deref(&self) -> &RawRwLock {
-        &self.0
+        &self.lock
     }
 }
 
@@ -220,16 +265,20 @@ macro_rules! unlocked {
         RawBiasedRwLock {
             rbias: AtomicU32::new(BIASED),
             drain: AtomicU32::new(0),
-            inhibit_until: AtomicU64::new(0),
-            enabled_at: AtomicU64::new(0),
-            backoff: AtomicU32::new(0),
-            revoke_share: AtomicU32::new(0),
-            reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
-            revocations: AtomicU32::new(0),
-            cost_ns: AtomicU32::new(0),
-            spin: SpinEstimate::new(),
             rebias_spin: SpinEstimate::new(),
-            lock: LockLine(RawRwLock::new()),
+            lock: LockLine {
+                lock: RawRwLock::new(),
+                backoff: AtomicU32::new(0),
+                revoke_share: AtomicU32::new(0),
+                reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
+                revocations: AtomicU32::new(0),
+                cost_ns: AtomicU32::new(0),
+                reads_per_write: AtomicU32::new(0),
+                reading_writers: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
+                spin: SpinEstimate::new(),
+                inhibit_until: AtomicU64::new(0),
+                enabled_at: AtomicU64::new(0),
+            },
         }
     };
 }
@@ -267,7 +316,7 @@ impl RawBiasedRwLock {
     /// visible-readers table; otherwise it takes the underlying [`RawRwLock`]'s read lock.
     #[inline]
     pub fn lock_shared(&self) {
-        if !self.try_deferred() && !self.await_bias() {
+        if !self.try_deferred() && !self.retry_deferred() {
             self.lock.lock_shared();
             self.maybe_rebias();
         }
@@ -278,12 +327,16 @@ impl RawBiasedRwLock {
     /// bias (for a learned time), instead of queueing on the underlying lock: queueing would
     /// write the lock's line twice (lock and unlock) and pull it away from the writer. Returns
     /// whether the reader then entered through the table.
+    ///
+    /// A reader that failed only because a writer came and went (it withdrew from the table,
+    /// and the bias is back on) tries the table once more.
     #[inline]
-    fn await_bias(&self) -> bool {
-        self.rbias.load(Ordering::Relaxed) == OFF
-            && self.backoff.load(Ordering::Relaxed) == 0
-            && self.lock.is_locked_exclusive()
-            && self.await_bias_slow()
+    fn retry_deferred(&self) -> bool {
+        match self.rbias.load(Ordering::Relaxed) {
+            PAUSED => self.await_bias_slow(),
+            BIASED => self.try_deferred(),
+            _ => false,
+        }
     }
 
     #[cold]
@@ -296,6 +349,7 @@ impl RawBiasedRwLock {
             }
         }
         self.rebias_spin.record(false, 0);
+
         false
     }
 
@@ -328,7 +382,7 @@ impl RawBiasedRwLock {
     /// Takes a read lock whenever no writer holds the lock, even while writers wait.
     #[inline]
     pub fn lock_shared_recursive(&self) {
-        if !self.try_deferred() && !self.await_bias() {
+        if !self.try_deferred() && !self.retry_deferred() {
             self.lock.lock_shared_recursive();
             self.maybe_rebias();
         }
@@ -417,10 +471,12 @@ impl RawBiasedRwLock {
                     held::record(entry, key, id);
                     return true;
                 }
+
                 // A writer revoked the bias meanwhile: withdraw, and wake it (it may be waiting
                 // for this slot).
                 slot.store(0, Ordering::Release);
                 self.wake_revoker();
+
                 return false;
             }
         }
@@ -458,10 +514,25 @@ impl RawBiasedRwLock {
     /// Called with the underlying read lock held: turns the bias back on once the back-off has
     /// passed. Holding the read lock means no writer is revoking concurrently, and the next
     /// writer will see the bias (its lock acquisition follows our unlock).
+    ///
+    /// A PAUSED bias (left by a writer that handed the lock to another writer, see
+    /// `resume_bias`) comes back on at once, unless a writer waits: no writer holds the lock
+    /// now, so none is going to turn it on.
     #[inline]
     fn maybe_rebias(&self) {
-        if self.rbias.load(Ordering::Relaxed) == OFF && held::clock_due() {
-            self.rebias_slow();
+        let clock_due = held::slow_read();
+        match self.rbias.load(Ordering::Relaxed) {
+            OFF if clock_due => self.rebias_slow(),
+            PAUSED if !self.lock.writers_waiting() => {
+                // Release: as in `rebias_slow`.
+                let _ = self.rbias.compare_exchange(
+                    PAUSED,
+                    BIASED,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                );
+            }
+            _ => {}
         }
     }
 
@@ -472,10 +543,10 @@ impl RawBiasedRwLock {
         // Not while a writer waits (REVOKING, or WRITERS_WAITING below): it would only have to
         // revoke again, and deferred readers, who never sleep, would keep the CPUs from the
         // threads it waits for.
-        if (cfg!(loom) || now >= self.inhibit_until.load(Ordering::Relaxed))
+        if (cfg!(loom) || now >= self.lock.inhibit_until.load(Ordering::Relaxed))
             && !self.lock.writers_waiting()
         {
-            self.enabled_at.store(now, Ordering::Relaxed);
+            self.lock.enabled_at.store(now, Ordering::Relaxed);
             // Release: a reader that sees the bias on is ordered after our read lock's acquire,
             // hence after the last writer. A CAS from OFF: a waiting writer's REVOKING stays.
             let _ = self
@@ -499,9 +570,7 @@ impl RawBiasedRwLock {
             self.stop_deferring();
             self.lock.lock_exclusive();
         }
-        if self.rbias.load(Ordering::Relaxed) != OFF {
-            self.revoke(None);
-        }
+        self.exclude_readers(None);
     }
 
     /// A timed writer that stopped deferred readers and gave up lets them back in (unless the
@@ -532,9 +601,7 @@ impl RawBiasedRwLock {
         if !self.lock.try_lock_exclusive() {
             return false;
         }
-        if self.rbias.load(Ordering::Relaxed) != OFF
-            && !self.revoke(Some(&Deadline::after(core::time::Duration::ZERO)))
-        {
+        if !self.exclude_readers(Some(&Deadline::after(core::time::Duration::ZERO))) {
             // SAFETY: taken just above.
             unsafe { self.lock.unlock_exclusive() };
             return false;
@@ -552,7 +619,7 @@ impl RawBiasedRwLock {
                 return false;
             }
         }
-        if self.rbias.load(Ordering::Relaxed) != OFF && !self.revoke(Some(deadline)) {
+        if !self.exclude_readers(Some(deadline)) {
             // SAFETY: taken just above.
             unsafe { self.lock.unlock_exclusive() };
             return false;
@@ -566,25 +633,76 @@ impl RawBiasedRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn unlock_exclusive(&self) {
-        if self.rbias.load(Ordering::Relaxed) == OFF
-            && self.backoff.load(Ordering::Relaxed) == 0
-            && !self.lock.writers_waiting()
-        {
-            // The last revocation paid (see `revoke`): the writer turns the bias back on as it
-            // leaves, rather than leave that to the readers' slow path (every reader would take
-            // the underlying lock, passing its line around, until one of them looks at the
-            // clock). Its writes are done, so deferred readers may enter before the underlying
-            // lock is released; the next writer acquires after that release and sees the bias.
-            // A plain store: while we hold the write lock nobody else changes an OFF bias.
-            if self.revocations.load(Ordering::Relaxed).wrapping_add(1) % TIME_EVERY == 0 {
-                // The next revocation is timed: it needs to know when the bias came on.
-                self.enabled_at.store(now_ns(), Ordering::Relaxed);
-            }
-            // Release: this critical section happens before every reader that sees the bias.
-            self.rbias.store(BIASED, Ordering::Release);
+        let bias = self.rbias.load(Ordering::Relaxed);
+        if bias == PAUSED || (bias == OFF && self.lock.backoff.load(Ordering::Relaxed) == 0) {
+            self.resume_bias();
         }
         // SAFETY: the caller holds the write lock, i.e. the underlying write lock.
         unsafe { self.lock.unlock_exclusive() }
+    }
+
+    /// The holder of the write lock, about to release it, after a revocation that paid (see
+    /// `revoke`; `rbias` is PAUSED, or OFF with no back-off because this writer found the
+    /// bias off already): it turns the bias back on, rather than leave that to the readers'
+    /// slow path (every reader would take the underlying lock, passing its line around, until
+    /// one of them looks at the clock). Its writes are done, so deferred readers may enter
+    /// before the underlying lock is released; the next writer acquires after that release and
+    /// sees the bias. Not while another writer waits: it would only revoke again. The bias is
+    /// then left PAUSED for that writer, who needs no scan (no reader is inside through the
+    /// table) and turns it back on in its turn; readers keep waiting for it by reading `rbias`,
+    /// and a reader that gets the underlying read lock first turns it on (`maybe_rebias`).
+    /// Plain stores: while we hold the write lock nobody else changes an OFF or PAUSED bias.
+    #[inline]
+    fn resume_bias(&self) {
+        if self.lock.writers_waiting() {
+            self.rbias.store(PAUSED, Ordering::Relaxed);
+            return;
+        }
+        if self
+            .lock
+            .revocations
+            .load(Ordering::Relaxed)
+            .wrapping_add(1)
+            % TIME_EVERY
+            == 0
+        {
+            // The next revocation is timed: it needs to know when the bias came on.
+            self.lock.enabled_at.store(now_ns(), Ordering::Relaxed);
+        }
+        // Release: this critical section happens before every reader that sees the bias.
+        self.rbias.store(BIASED, Ordering::Release);
+    }
+
+    /// Called by the holder of the underlying write lock: revokes the bias if it is on, and
+    /// waits for the deferred readers to leave. False if `deadline` passed first (the bias is
+    /// then back on).
+    #[inline]
+    fn exclude_readers(&self, deadline: Option<&Deadline>) -> bool {
+        if self.bias_to_revoke() {
+            self.revoke(deadline)
+        } else {
+            // Restart the count of this thread's reads between two writes (see `bias_pays`).
+            held::take_reads();
+            true
+        }
+    }
+
+    /// Called by the holder of the underlying write lock: whether the bias is on (or being
+    /// revoked early) and so must be revoked before the writer may proceed. A writer that finds
+    /// it PAUSED (handed over by the previous writer) has nothing to revoke.
+    #[inline]
+    fn bias_to_revoke(&self) -> bool {
+        matches!(self.rbias.load(Ordering::Relaxed), BIASED | REVOKING)
+    }
+
+    /// The holder of the write lock gives up writing without unlocking (a downgrade): a
+    /// PAUSED bias becomes OFF, so that readers stop waiting for it and the slow-path readers
+    /// turn it back on after the back-off, as usual. Plain store: see `resume_bias`.
+    #[inline]
+    fn end_pause(&self) {
+        if self.rbias.load(Ordering::Relaxed) == PAUSED {
+            self.rbias.store(OFF, Ordering::Relaxed);
+        }
     }
 
     /// Turns the write lock into a read lock (on the underlying lock) atomically.
@@ -593,6 +711,7 @@ impl RawBiasedRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn downgrade(&self) {
+        self.end_pause();
         // SAFETY: the caller holds the underlying write lock. The read lock it becomes is not a
         // deferred one, so `unlock_shared` releases it on the underlying lock.
         unsafe { self.lock.downgrade() }
@@ -642,9 +761,7 @@ impl RawBiasedRwLock {
             self.stop_deferring();
             unsafe { self.lock.upgrade() };
         }
-        if self.rbias.load(Ordering::Relaxed) != OFF {
-            self.revoke(None);
-        }
+        self.exclude_readers(None);
     }
 
     /// Upgrades if no other reader holds the lock, without waiting.
@@ -680,7 +797,7 @@ impl RawBiasedRwLock {
         if !upgraded {
             return false;
         }
-        if self.rbias.load(Ordering::Relaxed) != OFF && !self.revoke(Some(deadline)) {
+        if !self.exclude_readers(Some(deadline)) {
             // SAFETY: upgraded just above; going back keeps the caller's upgradable lock.
             unsafe { self.lock.downgrade_to_upgradable() };
             return false;
@@ -704,6 +821,7 @@ impl RawBiasedRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn downgrade_to_upgradable(&self) {
+        self.end_pause();
         // SAFETY: forwarded contract.
         unsafe { self.lock.downgrade_to_upgradable() }
     }
@@ -739,16 +857,24 @@ impl RawBiasedRwLock {
     #[cold]
     fn revoke(&self, deadline: Option<&Deadline>) -> bool {
         let key = self.key();
-        let n = self.revocations.load(Ordering::Relaxed).wrapping_add(1);
-        self.revocations.store(n, Ordering::Relaxed);
+        let n = self
+            .lock
+            .revocations
+            .load(Ordering::Relaxed)
+            .wrapping_add(1);
+        self.lock.revocations.store(n, Ordering::Relaxed);
         // Reading the clock costs about as much as the rest of a revocation: time one in
         // TIME_EVERY (the writer that turned the bias on before it read the clock too), and
         // every one while the bias is backing off (revocations are rare then, and the average
         // must be able to recover at once when writes become rare again).
-        let timed = n % TIME_EVERY == 0 || self.backoff.load(Ordering::Relaxed) != 0;
+        let timed = n % TIME_EVERY == 0 || self.lock.backoff.load(Ordering::Relaxed) != 0;
         let start = if timed { now_ns() } else { 0 };
-        // SeqCst store then SeqCst loads: the writer's side of the Dekker pair.
-        self.rbias.store(OFF, Ordering::SeqCst);
+        // SeqCst store then SeqCst loads: the writer's side of the Dekker pair. PAUSED if the
+        // bias has been paying (no back-off): readers then wait for this writer to turn it back
+        // on; OFF if it has not (they queue on the underlying lock).
+        let pausing = self.lock.backoff.load(Ordering::Relaxed) == 0;
+        self.rbias
+            .store(if pausing { PAUSED } else { OFF }, Ordering::SeqCst);
         sc_fence();
         let mut drained = true;
         let mut found = false;
@@ -778,56 +904,100 @@ impl RawBiasedRwLock {
             self.rbias.store(BIASED, Ordering::Release);
             return false;
         }
-        // Did the bias pay? It did if, on average over the last few timed revocations, it
-        // lived at least PAYOFF_FACTOR revocation costs (revocations then take under a fifth of
-        // the time). An average, not this one revocation: with several writers, the gaps
-        // between revocations alternate short and long with the writers' relative phase, and a
-        // verdict per gap would flip the bias on and off with it. If it did not pay, the bias
-        // stays off for a back-off window that doubles with each such revocation, so it fades
-        // out as writes get frequent; if it did, the writer turns it back on as it unlocks.
-        //
-        // And it pays only if readers share the lock: a bias spares readers on different CPUs
-        // from passing the lock's line around, which a lone reader never does, while every
-        // revocation costs the writer a scan. So the writer also averages whether it found a
-        // reader inside; if almost never (under one revocation in 16), the bias still pays if
-        // this thread read through the table often enough since its last revocation (a lone
-        // reader that writes rarely: its deferred reads are a little cheaper).
+        // Did the bias pay (see `bias_pays`)? If it did, the writer turns it back on as it
+        // unlocks. If it did not, the bias stays off for a back-off window that doubles with
+        // each such revocation, so it fades out as writes get frequent.
         let mut end = 0;
-        let avg = if timed {
+        if timed {
             end = now_ns();
             let cost = end.saturating_sub(start).saturating_sub(waited).max(1);
-            self.cost_ns
-                .store(cost.min(u32::MAX as u64) as u32, Ordering::Relaxed);
-            let lived = start.saturating_sub(self.enabled_at.load(Ordering::Relaxed));
-            ewma(
-                &self.revoke_share,
-                (cost << SHARE_SHIFT) / cost.saturating_add(lived),
-            )
-        } else {
-            self.revoke_share.load(Ordering::Relaxed) as u64
-        };
-        let concurrent = ewma(&self.reader_found, u64::from(found) << SHARE_SHIFT);
-        let own_reads = held::take_deferred();
-        let previous = self.backoff.load(Ordering::Relaxed);
-        let unpaid = avg * (PAYOFF_FACTOR + 1) > 1 << SHARE_SHIFT
-            || (concurrent < (1 << SHARE_SHIFT) / MIN_FOUND_ONE_IN && own_reads < MIN_OWN_READS);
+            // One sample moves the average cost by at most its own size plus 125 ns: a
+            // revocation whose writer was preempted (or whose CPU the hypervisor took) must not
+            // switch the bias off by itself.
+            let avg = u64::from(self.lock.cost_ns.load(Ordering::Relaxed));
+            ewma(&self.lock.cost_ns, cost.min(avg * 8 + 1000));
+            let lived = start.saturating_sub(self.lock.enabled_at.load(Ordering::Relaxed));
+            // At most one half per sample, for the same reason.
+            let share = (cost << SHARE_SHIFT) / cost.saturating_add(lived);
+            ewma(&self.lock.revoke_share, share.min(MAX_SHARE_SAMPLE));
+        }
+        let unpaid = !self.bias_pays(found, held::take_reads());
+        let previous = self.lock.backoff.load(Ordering::Relaxed);
         let backoff = if unpaid {
             (previous + 1).min(MAX_BACKOFF)
         } else {
             0
         };
-        self.backoff.store(backoff, Ordering::Relaxed);
+        if backoff != previous {
+            self.lock.backoff.store(backoff, Ordering::Relaxed);
+        }
+        if pausing && unpaid {
+            // Readers waiting for the bias stop, and queue on the underlying lock.
+            self.rbias.store(OFF, Ordering::Relaxed);
+        }
+
         if backoff != 0 {
-            let cost = u64::from(self.cost_ns.load(Ordering::Relaxed).max(1));
+            let cost = u64::from(self.lock.cost_ns.load(Ordering::Relaxed).max(1));
             if end == 0 {
                 end = now_ns();
             }
-            self.inhibit_until.store(
+            self.lock.inhibit_until.store(
                 end.saturating_add(cost.saturating_mul(INHIBIT_FACTOR) << backoff),
                 Ordering::Relaxed,
             );
         }
         true
+    }
+
+    /// Whether the bias pays for its revocations; called by each revoking writer, with whether
+    /// it found a deferred reader inside and how many reads (of biased locks, by this thread)
+    /// it did since its last write.
+    ///
+    /// The bias saves each read a coherence miss on the lock word, if readers on several CPUs
+    /// share the lock (revocations find one inside, on average at least once in 16), or a few
+    /// nanoseconds for a lone reader; each revocation costs the writer a scan, and readers
+    /// wait for it. Writers that also read (their reads between two writes estimate the
+    /// read:write ratio, on average) compare the two directly: the bias pays if the reads
+    /// between two writes save more than a revocation costs. For writers that do not read,
+    /// that ratio is unknown: the bias pays if readers share the lock and revocations take at
+    /// most a third of the time, on average (the bias lives at least twice as long as a
+    /// revocation takes). Averages, not this one revocation: with several writers, the gaps
+    /// between revocations alternate short and long with their relative phase, and a verdict
+    /// per revocation would flip the bias on and off with it.
+    fn bias_pays(&self, found: bool, reads: u32) -> bool {
+        if cfg!(loom) {
+            // The verdict is a heuristic; either must be safe. Alternate, so that models with
+            // two revocations explore both (PAUSED and handed over, and OFF with a back-off).
+            return self.lock.revocations.load(Ordering::Relaxed) % 2 == 1;
+        }
+        let one = 1u64 << SHARE_SHIFT;
+        let shared = ewma(&self.lock.reader_found, u64::from(found) << SHARE_SHIFT)
+            >= one / MIN_FOUND_ONE_IN;
+        let reading = ewma(
+            &self.lock.reading_writers,
+            u64::from(reads > 0) << SHARE_SHIFT,
+        );
+        let reads_per_write = if reads > 0 {
+            ewma(
+                &self.lock.reads_per_write,
+                u64::from(reads.min(MAX_READS_SAMPLE)) << READS_SHIFT,
+            )
+        } else {
+            u64::from(self.lock.reads_per_write.load(Ordering::Relaxed))
+        };
+        let cost = u64::from(self.lock.cost_ns.load(Ordering::Relaxed));
+        if reading >= one / 2 {
+            let saved = if shared {
+                SAVED_NS_SHARED
+            } else {
+                SAVED_NS_LONE
+            };
+            (reads_per_write * saved) >> READS_SHIFT >= cost
+        } else {
+            shared
+                && u64::from(self.lock.revoke_share.load(Ordering::Relaxed)) * (PAYOFF_FACTOR + 1)
+                    <= one
+        }
     }
 
     /// Waits until `slot` no longer names this lock: spins, then naps on `drain`. Readers that
@@ -839,14 +1009,15 @@ impl RawBiasedRwLock {
     fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
         // Deferred readers leave after a read section: spin about as long as that has been
         // paying on this lock, then nap.
-        let mut spinner = Spinner::polling(self.spin.budget());
+        let bud = self.lock.spin.budget();
+        let mut spinner = Spinner::polling(bud);
         let mut rec = stats::Recorder::begin(); // lockstat: a writer waits for readers to drain
         let mut learned = false;
         let mut nap_ns = NAP_MIN_NS;
         loop {
             if slot.load(Ordering::Acquire) != key {
                 if !learned && spinner.has_spun() {
-                    self.spin.record(true, spinner.spent_ns());
+                    self.lock.spin.record(true, spinner.spent_ns());
                 }
                 return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
             }
@@ -859,7 +1030,7 @@ impl RawBiasedRwLock {
                 continue;
             }
             if !learned && spinner.has_spun() {
-                self.spin.record(false, 0);
+                self.lock.spin.record(false, 0);
                 learned = true;
             }
             let d = self.drain.fetch_or(DRAIN_SLEEPING, Ordering::Acquire) | DRAIN_SLEEPING;
@@ -872,6 +1043,7 @@ impl RawBiasedRwLock {
                 _ => &nap,
             };
             rec.sleep();
+
             futex::wait(&self.drain, d, Some(until));
             nap_ns = (nap_ns * 2).min(NAP_MAX_NS);
             // Under loom a timed wait returns at once: let the reader run.
@@ -915,7 +1087,7 @@ impl core::fmt::Debug for RawBiasedRwLock {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RawBiasedRwLock")
             .field("biased", &self.is_biased())
-            .field("backoff", &self.backoff.load(Ordering::Relaxed))
+            .field("backoff", &self.lock.backoff.load(Ordering::Relaxed))
             .field("lock", &*self.lock)
             .finish()
     }
@@ -1019,9 +1191,11 @@ mod held {
         depth: [Cell<u32>; HELD],
         /// Entries in use: lets the common cases (none held) skip the scan.
         used: Cell<u32>,
+        /// Slow-path reads (for `clock_due`).
         clock: Cell<u32>,
-        /// Deferred read locks this thread has taken since it last revoked a bias.
-        deferred: Cell<u32>,
+        /// Reads of biased locks (deferred or not, not nested) since this thread last took a
+        /// biased lock's write lock.
+        reads: Cell<u32>,
     }
 
     impl Held {
@@ -1032,7 +1206,7 @@ mod held {
                 depth: [const { Cell::new(0) }; HELD],
                 used: Cell::new(0),
                 clock: Cell::new(0),
-                deferred: Cell::new(0),
+                reads: Cell::new(0),
             }
         }
     }
@@ -1100,13 +1274,15 @@ mod held {
             h.slot[entry].set(slot);
             h.depth[entry].set(1);
             h.used.set(h.used.get() + 1);
-            h.deferred.set(h.deferred.get().saturating_add(1));
+            h.reads.set(h.reads.get().saturating_add(1));
         });
     }
 
-    /// The deferred read locks this thread has taken since the last call (any lock).
-    pub(super) fn take_deferred() -> u32 {
-        with(|h| h.deferred.replace(0)).unwrap_or(0)
+    /// The reads of biased locks this thread has done since the last call (any lock): called
+    /// as it takes a write lock.
+    #[inline]
+    pub(super) fn take_reads() -> u32 {
+        with(|h| h.reads.replace(0)).unwrap_or(0)
     }
 
     /// Releases one deferred read lock on `key`: `Some(Some(slot))` when the slot is to be
@@ -1132,17 +1308,15 @@ mod held {
         .flatten()
     }
 
-    /// True once every `CLOCK_EVERY` calls on this thread (always under loom), so the slow read
-    /// path reads the clock rarely.
+    /// Counts a read through the underlying lock; true once every `CLOCK_EVERY` calls on this
+    /// thread (always under loom), so the slow read path reads the clock rarely.
     #[inline]
-    pub(super) fn clock_due() -> bool {
-        if cfg!(loom) {
-            return true;
-        }
+    pub(super) fn slow_read() -> bool {
         with(|h| {
+            h.reads.set(h.reads.get().saturating_add(1));
             let c = h.clock.get().wrapping_add(1);
             h.clock.set(c);
-            c % CLOCK_EVERY == 0
+            cfg!(loom) || c % CLOCK_EVERY == 0
         })
         .unwrap_or(false)
     }

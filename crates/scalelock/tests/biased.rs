@@ -356,9 +356,10 @@ fn a_rare_writer_turns_the_bias_back_on_as_it_leaves() {
         let raw = unsafe { lock.raw() };
         for i in 0..40 {
             // Long enough between writes that a revocation is a small share of the time, and
-            // enough reads through the table that the bias pays even for a lone reader.
+            // enough reads through the table that the bias pays even for a lone reader (each
+            // saves a few ns; a revocation scans one row per CPU, microseconds on a big machine).
             thread::sleep(Duration::from_millis(1));
-            for _ in 0..100 {
+            for _ in 0..10_000 {
                 drop(lock.read());
             }
             let mut g = lock.write();
@@ -371,6 +372,44 @@ fn a_rare_writer_turns_the_bias_back_on_as_it_leaves() {
             assert!(raw.is_biased(), "write {i}: the writer left the bias off");
         }
         assert_eq!(*lock.read(), 40);
+    });
+}
+
+#[test]
+fn a_bias_paused_for_a_writer_that_gives_up_comes_back() {
+    within(10, "paused bias handed to a timed writer", || {
+        let lock = Arc::new(BiasedRwLock::new(0));
+        let w = lock.write(); // revokes a bias that pays: paused until this writer leaves
+                              // A reader queues behind the writer on the underlying lock, and will hold its read lock
+                              // for a while once it gets it.
+        let reader = {
+            let lock = lock.clone();
+            thread::spawn(move || {
+                let g = lock.read();
+                thread::sleep(Duration::from_millis(300));
+                *g
+            })
+        };
+        thread::sleep(Duration::from_millis(30));
+        // A timed writer waits too, and gives up while the reader holds the lock.
+        let timed = {
+            let lock = lock.clone();
+            thread::spawn(move || lock.try_write_for(Duration::from_millis(100)).is_none())
+        };
+        thread::sleep(Duration::from_millis(30));
+        // The writer leaves with a writer waiting: it hands the paused bias over to it, and
+        // the reader gets its turn first.
+        drop(w);
+        assert!(
+            timed.join().unwrap(),
+            "the timed writer got the lock past the reader"
+        );
+        assert_eq!(reader.join().unwrap(), 0);
+        // Nobody writes any more: a read brings the bias back (the writer it was paused for is
+        // gone).
+        drop(lock.read());
+        // SAFETY: only the raw lock's state is queried.
+        assert!(unsafe { lock.raw() }.is_biased(), "the bias stays paused");
     });
 }
 

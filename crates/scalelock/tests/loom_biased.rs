@@ -106,6 +106,9 @@ fn two_writers_and_a_reader() {
         w.join().unwrap();
         assert!(r.join().unwrap() <= 2);
         assert_eq!(read(&s), 2);
+        // Whether the first writer turned the bias back on, left it paused for the second (who
+        // then revoked nothing) or switched it off, a read with no writer around brings it back.
+        assert!(s.lock.is_biased(), "the bias stays off with no writer left");
     });
 }
 
