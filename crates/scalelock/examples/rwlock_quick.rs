@@ -122,10 +122,15 @@ fn mixed<L: Lock>(threads: usize, ms: u64, every: u32) -> f64 {
     ops as f64 / t0.elapsed().as_secs_f64()
 }
 
-/// Best of `runs` (noise on a shared machine only ever makes a run slower).
-fn best(runs: usize, mut f: impl FnMut() -> f64) -> f64 {
-    (0..runs).map(|_| f()).fold(0.0, f64::max)
+/// Best of `runs` of each of two measurements, taken in turn (noise on a shared machine only
+/// ever makes a run slower, and it comes in phases of seconds: alternating gives both the same
+/// chance of a quiet phase).
+fn best_of_pair(runs: usize, mut a: impl FnMut() -> f64, mut b: impl FnMut() -> f64) -> (f64, f64) {
+    (0..runs).fold((0.0, 0.0), |(ba, bb), _| (ba.max(a()), bb.max(b())))
 }
+
+/// Rounds of each measurement (alternated, best kept).
+const ROUNDS: usize = 5;
 
 fn ns_per_op(iters: u64, mut f: impl FnMut()) -> f64 {
     let t0 = Instant::now();
@@ -170,14 +175,19 @@ fn main() {
     println!("  scalelock::BiasedRwLock read+unlock  {biased_ns:6.2} ns  (biased: own row only)");
 
     // 2. Read-mostly scaling.
-    println!("\nread-mostly, 0.1% writes, best of 3 x {ms} ms (Mops/s):");
+    println!(
+        "\nread-mostly, 0.1% writes, best of {ROUNDS} x {ms} ms, 1 and 2 threads in turn (Mops/s):"
+    );
     println!(
         "  {:<18} {:>9} {:>9} {:>8}",
         "lock", "1 thread", "2 threads", "2T/1T"
     );
     fn row<L: Lock>(ms: u64) -> (f64, f64) {
-        let one = best(3, || read_mostly::<L>(1, ms));
-        let two = best(3, || read_mostly::<L>(2, ms));
+        let (one, two) = best_of_pair(
+            ROUNDS,
+            || read_mostly::<L>(1, ms),
+            || read_mostly::<L>(2, ms),
+        );
         println!(
             "  {:<18} {:>9.1} {:>9.1} {:>7.2}x",
             L::NAME,
@@ -200,9 +210,12 @@ fn main() {
     );
 
     // 3. Frequent writes: the bias should fade out, leaving BiasedRwLock close to RwLock.
-    println!("\nwrite-heavy, 10% writes, 2 threads, best of 3 x {ms} ms (Mops/s):");
-    let bw = best(3, || mixed::<scalelock::BiasedRwLock<u64>>(2, ms, 10));
-    let rw = best(3, || mixed::<scalelock::RwLock<u64>>(2, ms, 10));
+    println!("\nwrite-heavy, 10% writes, 2 threads, best of {ROUNDS} x {ms} ms, in turn (Mops/s):");
+    let (bw, rw) = best_of_pair(
+        ROUNDS,
+        || mixed::<scalelock::BiasedRwLock<u64>>(2, ms, 10),
+        || mixed::<scalelock::RwLock<u64>>(2, ms, 10),
+    );
     println!(
         "  scalelock-biased {:.1}, scalelock {:.1}: biased/plain = {:.2}x (target >= ~0.95x)",
         bw / 1e6,
