@@ -438,15 +438,25 @@ impl RawBiasedRwLock {
     /// underlying lock.
     #[inline]
     fn try_deferred(&self) -> bool {
-        let key = self.key();
-        let entry = match held::nest(key) {
-            held::Nest::Nested => return true,
-            held::Nest::Full => return false,
-            held::Nest::Free(entry) => entry,
+        // The checks are inline, the table's probing is not (too large to inline): with the
+        // bias off (the path frequent writes leave) a read then costs what a plain `RwLock`
+        // read does plus two loads, not a call.
+        let entry = if held::holds_any() {
+            match held::nest(self.key()) {
+                held::Nest::Nested => return true,
+                held::Nest::Full => return false,
+                held::Nest::Free(entry) => entry,
+            }
+        } else {
+            0
         };
-        if self.rbias.load(Ordering::Relaxed) != BIASED {
-            return false;
-        }
+        self.rbias.load(Ordering::Relaxed) == BIASED && self.enter_table(entry)
+    }
+
+    /// The body of `try_deferred`: publishes this reader in a free slot of its CPU's row, and
+    /// records it in `entry` of the thread's held locks.
+    fn enter_table(&self, entry: usize) -> bool {
+        let key = self.key();
         let row = table::my_row();
         // Locks hash to different starting slots, so that one thread's deferred locks spread over
         // its row. (Under loom, addresses vary between executions: start at 0 to stay
@@ -1239,6 +1249,14 @@ mod held {
         Full,
         /// Not held; this entry is free to record it.
         Free(usize),
+    }
+
+    /// Whether this thread holds a deferred read lock (on any lock). True if the thread-locals
+    /// are gone, so that `nest` then says `Full` (a read it could not record must not be
+    /// deferred).
+    #[inline]
+    pub(super) fn holds_any() -> bool {
+        with(|h| h.used.get() != 0).unwrap_or(true)
     }
 
     /// Nests into a deferred read lock this thread holds on `key`, or says whether a new one
