@@ -386,17 +386,18 @@ fn a_bias_paused_for_a_writer_that_gives_up_comes_back() {
             let lock = lock.clone();
             thread::spawn(move || {
                 let g = lock.read();
-                thread::sleep(Duration::from_millis(300));
+                thread::sleep(Duration::from_millis(600));
                 *g
             })
         };
-        thread::sleep(Duration::from_millis(30));
+        // Margins of tens of ms on every step: each must have happened before the next.
+        thread::sleep(Duration::from_millis(100));
         // A timed writer waits too, and gives up while the reader holds the lock.
         let timed = {
             let lock = lock.clone();
-            thread::spawn(move || lock.try_write_for(Duration::from_millis(100)).is_none())
+            thread::spawn(move || lock.try_write_for(Duration::from_millis(200)).is_none())
         };
-        thread::sleep(Duration::from_millis(30));
+        thread::sleep(Duration::from_millis(50));
         // The writer leaves with a writer waiting: it hands the paused bias over to it, and
         // the reader gets its turn first.
         drop(w);
