@@ -135,7 +135,7 @@ const SLOTS: usize = if cfg!(loom) { 2 } else { 16 };
 const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
 /// Deferred read locks one thread can hold at once (more take the slow path).
 const HELD: usize = 8;
-/// A back-off window is this many times the last revocation's cost, times `2^backoff`.
+/// A back-off window is this many times the average revocation cost, times `2^backoff`.
 const INHIBIT_FACTOR: u64 = 2;
 /// The bias pays while it lives, on average, at least this many revocation costs.
 const PAYOFF_FACTOR: u64 = 2;
