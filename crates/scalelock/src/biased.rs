@@ -137,7 +137,8 @@ const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
 const HELD: usize = 8;
 /// A back-off window is this many times the average revocation cost, times `2^backoff`.
 const INHIBIT_FACTOR: u64 = 2;
-/// The bias pays while it lives, on average, at least this many revocation costs.
+/// For writers that do not read: the bias pays while it lives, on average, at least this many
+/// revocation costs (and readers share the lock).
 const PAYOFF_FACTOR: u64 = 2;
 /// `revoke_share` is a fraction in units of `2^-SHARE_SHIFT`.
 const SHARE_SHIFT: u32 = 16;
