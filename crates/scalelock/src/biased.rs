@@ -1237,7 +1237,10 @@ mod cpu {
         None
     }
 
-    /// Finds glibc's rseq area (once per process; racing threads find the same).
+    /// Finds glibc's rseq area: once per process, on the first biased read (racing threads find
+    /// the same). Like the row count's `sysconf`, this one-time look-up may allocate (dlsym
+    /// reports a missing symbol through a malloc'ed message, on glibc before 2.35); no later
+    /// read does.
     #[cold]
     fn look_up() {
         let off = if cfg!(all(
