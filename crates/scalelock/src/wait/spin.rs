@@ -422,6 +422,7 @@ pub struct Spinner {
     spent_ps: u64,
     step: u32,
     /// Steps stop growing at `2^max_step_log` pauses.
+    #[cfg_attr(loom, allow(dead_code))]
     max_step_log: u32,
     #[cfg_attr(loom, allow(dead_code))]
     seed: u32,
