@@ -1158,7 +1158,7 @@ mod table {
 /// registers for every thread it starts and locates with `__rseq_offset`. That is one load from
 /// thread-local memory, against a call into libc for `sched_getcpu` (which reads the same field,
 /// or asks the kernel when there is none). Where there is no rseq area (older glibc, musl,
-/// `glibc.pthread.rseq=0`, a thread not started by glibc), it falls back to `sched_getcpu`.
+/// `glibc.pthread.rseq=0`, a thread whose registration failed), it falls back to `sched_getcpu`.
 ///
 /// A hint only: the thread may move to another CPU right after, and callers must stay correct
 /// with any number (they take it modulo their row count).
@@ -1183,7 +1183,6 @@ mod cpu {
             }
         } else if off == UNKNOWN {
             look_up();
-            return current_slow();
         }
         current_slow()
     }
