@@ -28,6 +28,8 @@
 
 mod biased;
 mod condvar;
+#[cfg(not(loom))]
+mod cpu;
 mod mutex;
 #[cfg(not(loom))]
 mod mutex_wrapper;
