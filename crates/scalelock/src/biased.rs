@@ -669,14 +669,12 @@ impl RawBiasedRwLock {
             self.rbias.store(PAUSED, Ordering::Relaxed);
             return;
         }
-        if self
+        let next = self
             .lock
             .revocations
             .load(Ordering::Relaxed)
-            .wrapping_add(1)
-            % TIME_EVERY
-            == 0
-        {
+            .wrapping_add(1);
+        if is_timed(next) {
             // The next revocation is timed: it needs to know when the bias came on.
             self.lock.enabled_at.store(now_ns(), Ordering::Relaxed);
         }
@@ -878,7 +876,7 @@ impl RawBiasedRwLock {
         // TIME_EVERY (the writer that turned the bias on before it read the clock too), and
         // every one while the bias is backing off (revocations are rare then, and the average
         // must be able to recover at once when writes become rare again).
-        let timed = n % TIME_EVERY == 0 || self.lock.backoff.load(Ordering::Relaxed) != 0;
+        let timed = is_timed(n) || self.lock.backoff.load(Ordering::Relaxed) != 0;
         let start = if timed { now_ns() } else { 0 };
         // SeqCst store then SeqCst loads: the writer's side of the Dekker pair. PAUSED if the
         // bias has been paying (no back-off): readers then wait for this writer to turn it back
@@ -1020,8 +1018,7 @@ impl RawBiasedRwLock {
     fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
         // Deferred readers leave after a read section: spin about as long as that has been
         // paying on this lock, then nap.
-        let bud = self.lock.spin.budget();
-        let mut spinner = Spinner::polling(bud);
+        let mut spinner = Spinner::polling(self.lock.spin.budget());
         let mut rec = stats::Recorder::begin(); // lockstat: a writer waits for readers to drain
         let mut learned = false;
         let mut nap_ns = NAP_MIN_NS;
@@ -1062,6 +1059,12 @@ impl RawBiasedRwLock {
             loom::thread::yield_now();
         }
     }
+}
+
+/// Whether the `n`th revocation is timed (one in [`TIME_EVERY`]).
+#[inline]
+fn is_timed(n: u32) -> bool {
+    n % TIME_EVERY == 0
 }
 
 /// Moves the moving average in `avg` (units of `2^-SHARE_SHIFT`, written only under the write
