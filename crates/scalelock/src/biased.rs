@@ -165,6 +165,11 @@ const TIME_EVERY: u32 = if cfg!(loom) { 1 } else { 8 };
 const MAX_BACKOFF: u32 = 10;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
 const CLOCK_EVERY: u32 = 256;
+/// A reader that waits for a paused bias records how the wait went (for the learned wait) in
+/// one case in this many: the learned wait lives in the bias's cache line, which every deferred
+/// reader reads, and a store there after every wait would take that line from all of them (and
+/// from the writer, whose next read would miss it) once per write and waiting reader.
+const REBIAS_RECORD_EVERY: u32 = if cfg!(loom) { 1 } else { 16 };
 
 /// `rbias`: readers may enter through the visible-readers table.
 const BIASED: u32 = 1;
@@ -342,14 +347,20 @@ impl RawBiasedRwLock {
 
     #[cold]
     fn await_bias_slow(&self) -> bool {
+        // Both outcomes are sampled alike, so the learned wait sees them in their proportions.
+        let record = held::sample_bias_wait();
         let mut spinner = Spinner::polling(self.rebias_spin.budget());
         while spinner.spin() {
             if self.rbias.load(Ordering::Relaxed) == BIASED {
-                self.rebias_spin.record(true, spinner.spent_ns());
+                if record {
+                    self.rebias_spin.record(true, spinner.spent_ns());
+                }
                 return self.try_deferred();
             }
         }
-        self.rebias_spin.record(false, 0);
+        if record {
+            self.rebias_spin.record(false, 0);
+        }
 
         false
     }
@@ -674,12 +685,14 @@ impl RawBiasedRwLock {
             .revocations
             .load(Ordering::Relaxed)
             .wrapping_add(1);
-        if is_timed(next) {
-            // The next revocation is timed: it needs to know when the bias came on.
-            self.lock.enabled_at.store(now_ns(), Ordering::Relaxed);
-        }
         // Release: this critical section happens before every reader that sees the bias.
         self.rbias.store(BIASED, Ordering::Release);
+        if is_timed(next) {
+            // The next revocation is timed: it needs to know when the bias came on. (Read
+            // after the bias is on, so that waiting readers need not wait for the clock; the
+            // next writer acquires after our unlock, so it sees this store.)
+            self.lock.enabled_at.store(now_ns(), Ordering::Relaxed);
+        }
     }
 
     /// Called by the holder of the underlying write lock: revokes the bias if it is on, and
@@ -1195,7 +1208,7 @@ mod table {
 /// Per-thread record of the deferred read locks a thread holds: which lock, which slot, and how
 /// many nested reads share that slot. Fixed size, no destructor, no allocation.
 mod held {
-    use super::{Cell, CLOCK_EVERY, HELD};
+    use super::{Cell, CLOCK_EVERY, HELD, REBIAS_RECORD_EVERY};
 
     pub(super) struct Held {
         key: [Cell<usize>; HELD],
@@ -1205,6 +1218,8 @@ mod held {
         used: Cell<u32>,
         /// Slow-path reads (for `clock_due`).
         clock: Cell<u32>,
+        /// Waits for a paused bias (for `sample_bias_wait`).
+        bias_waits: Cell<u32>,
         /// Reads of biased locks (deferred or not, not nested) since this thread last took a
         /// biased lock's write lock.
         reads: Cell<u32>,
@@ -1218,6 +1233,7 @@ mod held {
                 depth: [const { Cell::new(0) }; HELD],
                 used: Cell::new(0),
                 clock: Cell::new(0),
+                bias_waits: Cell::new(0),
                 reads: Cell::new(0),
             }
         }
@@ -1326,6 +1342,18 @@ mod held {
             }
         })
         .flatten()
+    }
+
+    /// Counts a wait for a paused bias; true once every `REBIAS_RECORD_EVERY` calls on this
+    /// thread (always under loom): the waits that are recorded.
+    #[inline]
+    pub(super) fn sample_bias_wait() -> bool {
+        with(|h| {
+            let c = h.bias_waits.get().wrapping_add(1);
+            h.bias_waits.set(c);
+            c % REBIAS_RECORD_EVERY == 0
+        })
+        .unwrap_or(false)
     }
 
     /// Counts a read through the underlying lock; true once every `CLOCK_EVERY` calls on this
