@@ -58,9 +58,7 @@
 
 use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
-use crate::wait::{
-    futex, note_wake, note_woken, now_ns, Deadline, SpinBudget, SpinEstimate, Spinner,
-};
+use crate::wait::{futex, now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
@@ -325,9 +323,7 @@ impl RawMutex {
                 sleep_start = now_ns();
             }
             rec.sleep();
-            let slept_at = now_ns();
             let in_time = futex::wait(&self.state, s, deadline);
-            note_woken(slept_at);
             slept = true;
             if !starving && now_ns().saturating_sub(sleep_start) > STARVATION_NS {
                 starving = true;
@@ -417,7 +413,6 @@ impl RawMutex {
             ) {
                 Ok(_) => {
                     if s & WAKE_ON_UNLOCK != 0 {
-                        note_wake();
                         futex::wake(&self.state, 1);
                     }
                     return;

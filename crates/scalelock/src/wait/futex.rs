@@ -16,6 +16,10 @@ use core::sync::atomic::{AtomicU32, Ordering};
 ///
 /// Returns `false` only if `deadline` passed; `true` on a wake, a spurious wake-up, a signal, or
 /// when the word no longer held `expected`. Callers re-check their condition in a loop.
+///
+/// A sleep that ends before its deadline is a sample of the wake-up latency (see
+/// [`note_woken`](super::note_woken)): every lock that sleeps here teaches the spin budgets of
+/// all locks what sleeping costs on this machine.
 #[inline]
 pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> bool {
     if word.load(Ordering::Relaxed) != expected {
@@ -37,6 +41,7 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
             )
         }
     };
+    let slept_at = super::now_ns();
     // SAFETY: `word` is a live, aligned 32-bit atomic for the duration of the call; `ts` is null or
     // points at a timespec borrowed from `deadline`, which outlives the call. The kernel only reads
     // both. FUTEX_WAIT_BITSET with a match-any mask behaves as FUTEX_WAIT with an absolute timeout.
@@ -52,12 +57,18 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
         )
     };
     // SAFETY: reading errno right after a failed syscall on this thread.
-    !(r < 0 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT)
+    let timed_out = r < 0 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT;
+    if !timed_out {
+        super::note_woken(slept_at);
+    }
+    !timed_out
 }
 
-/// Wakes at most `n` threads sleeping on `word`; returns how many were woken.
+/// Wakes at most `n` threads sleeping on `word`; returns how many were woken. (Stamps the time
+/// of the wake first: see [`note_wake`](super::note_wake).)
 #[inline]
 pub fn wake(word: &AtomicU32, n: u32) -> u32 {
+    super::note_wake();
     let n = n.min(i32::MAX as u32) as libc::c_int;
     // SAFETY: FUTEX_WAKE only uses the address of `word` as a key; it never dereferences past it.
     let r = unsafe {
@@ -80,6 +91,7 @@ pub fn wake(word: &AtomicU32, n: u32) -> u32 {
 /// of threads woken plus requeued.
 #[inline]
 pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    super::note_wake();
     // SAFETY: both words are live aligned atomics; FUTEX_CMP_REQUEUE uses them as keys and reads
     // `from` for the comparison. The 4th argument carries the requeue limit by value, as the ABI
     // of this operation specifies.

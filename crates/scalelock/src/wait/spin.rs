@@ -8,8 +8,9 @@
 //! - **[`SpinPolicy`]**, process-wide and changeable at run time: [`SpinPolicy::Adaptive`] (the
 //!   default), [`SpinPolicy::Fixed`], [`SpinPolicy::Never`], [`SpinPolicy::Always`]. It starts from
 //!   the `SCALELOCK_SPIN` environment variable (`auto`, a number of nanoseconds, `0`, `always`).
-//! - **The cost of sleeping**, measured process-wide: the latency from an unlock's futex wake to
-//!   the woken thread running ([`wake_latency_ns`]). Spinning for up to about what a sleep costs
+//! - **The cost of sleeping**, measured process-wide: the latency from a futex wake to the woken
+//!   thread running ([`wake_latency_ns`]), sampled by the wait layer's `futex` calls themselves,
+//!   so every lock that sleeps (mutex, rwlocks, condvar) teaches every other. Spinning for up to about what a sleep costs
 //!   is the classic 2-competitive spin-then-block rule, so under `Adaptive` a waiter spins at
 //!   least half the measured wake-up latency (a few µs on idle bare metal, tens of µs in a busy
 //!   VM), capped at [`MAX_ADAPTIVE_SPIN_NS`].
@@ -251,7 +252,8 @@ static WAKE_LATENCY_NS: GlobalU32 = GlobalU32::new(0);
 /// When the last wake was issued (monotonic ns; 0: none), read by the thread it woke.
 static WAKE_STAMP_NS: GlobalU64 = GlobalU64::new(0);
 
-/// Notes that a lock is about to wake a sleeper (called right before `futex::wake`).
+/// Notes that a lock is about to wake a sleeper. `futex::wake` and `futex::requeue` call it
+/// right before their system call; locks need not.
 #[inline]
 pub fn note_wake() {
     if !cfg!(loom) {
@@ -261,6 +263,7 @@ pub fn note_wake() {
 
 /// Notes that a thread which went to sleep at `slept_at_ns` has woken up: if the last wake was
 /// issued after it fell asleep, the time since that wake is a sample of the wake-up latency.
+/// `futex::wait` calls it after every sleep that ended before its deadline.
 #[inline]
 pub fn note_woken(slept_at_ns: u64) {
     if cfg!(loom) {
