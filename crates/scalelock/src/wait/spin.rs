@@ -10,10 +10,10 @@
 //!   the `SCALELOCK_SPIN` environment variable (`auto`, a number of nanoseconds, `0`, `always`).
 //! - **The cost of sleeping**, measured process-wide: the latency from a futex wake to the woken
 //!   thread running ([`wake_latency_ns`]), sampled by the wait layer's `futex` calls themselves,
-//!   so every lock that sleeps (mutex, rwlocks, condvar) teaches every other. Spinning for up to about what a sleep costs
-//!   is the classic 2-competitive spin-then-block rule, so under `Adaptive` a waiter spins at
-//!   least half the measured wake-up latency (a few µs on idle bare metal, tens of µs in a busy
-//!   VM), capped at [`MAX_ADAPTIVE_SPIN_NS`].
+//!   so every lock that sleeps (mutex, rwlocks, condvar) teaches every other. Spinning for up to
+//!   about what a sleep costs is the classic 2-competitive spin-then-block rule, so under
+//!   `Adaptive` a waiter spins at least half the measured wake-up latency (a few µs on idle bare
+//!   metal, tens of µs in a busy VM), capped at [`MAX_ADAPTIVE_SPIN_NS`].
 //! - **[`SpinEstimate`]**, one 32-bit word per lock: a running estimate of how long a spinning
 //!   waiter waited when spinning succeeded. Under `Adaptive`, a waiter spins for a few times that
 //!   estimate (at least a short probe and the sleep-cost floor, at most 10 µs); each
