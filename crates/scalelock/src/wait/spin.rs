@@ -253,7 +253,17 @@ static WAKE_LATENCY_NS: GlobalU32 = GlobalU32::new(0);
 static WAKE_STAMP_NS: GlobalU64 = GlobalU64::new(0);
 
 /// Notes that a lock is about to wake a sleeper. `futex::wake` and `futex::requeue` call it
-/// right before their system call; locks need not.
+/// right before their system call; locks need not. Code that puts threads to sleep some other
+/// way (a condition variable of its own, a pipe) can call it before its wake-up, and
+/// [`note_woken`] in the thread that wakes, to teach the spin budgets what sleeping costs.
+///
+/// ```
+/// use scalelock::wait::{note_wake, note_woken, now_ns, wake_latency_ns};
+/// let slept_at = now_ns(); // the sleeper falls asleep ...
+/// note_wake(); // ... the waker wakes it ...
+/// note_woken(slept_at); // ... and it notes, once running, how long that took
+/// assert!(wake_latency_ns() <= 1_000_000);
+/// ```
 #[inline]
 pub fn note_wake() {
     if !cfg!(loom) {
@@ -263,7 +273,16 @@ pub fn note_wake() {
 
 /// Notes that a thread which went to sleep at `slept_at_ns` has woken up: if the last wake was
 /// issued after it fell asleep, the time since that wake is a sample of the wake-up latency.
-/// `futex::wait` calls it after every sleep that ended before its deadline.
+/// `futex::wait` calls it after every sleep that ended before its deadline. Samples are capped
+/// at 1 ms and averaged (an eighth each).
+///
+/// ```
+/// use scalelock::wait::{note_woken, now_ns, wake_latency_ns};
+/// // No wake-up was issued after this "sleep" began, so it is no sample.
+/// let before = wake_latency_ns();
+/// note_woken(now_ns() + 1_000_000_000);
+/// assert_eq!(wake_latency_ns(), before);
+/// ```
 #[inline]
 pub fn note_woken(slept_at_ns: u64) {
     if cfg!(loom) {
