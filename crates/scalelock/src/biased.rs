@@ -169,7 +169,7 @@ const CLOCK_EVERY: u32 = 256;
 /// one case in this many: the learned wait lives in the bias's cache line, which every deferred
 /// reader reads, and a store there after every wait would take that line from all of them (and
 /// from the writer, whose next read would miss it) once per write and waiting reader.
-const REBIAS_RECORD_EVERY: u32 = if cfg!(loom) { 1 } else { 16 };
+const REBIAS_RECORD_EVERY: u32 = 16;
 
 /// `rbias`: readers may enter through the visible-readers table.
 const BIASED: u32 = 1;
@@ -1348,12 +1348,7 @@ mod held {
     /// thread (always under loom): the waits that are recorded.
     #[inline]
     pub(super) fn sample_bias_wait() -> bool {
-        with(|h| {
-            let c = h.bias_waits.get().wrapping_add(1);
-            h.bias_waits.set(c);
-            c % REBIAS_RECORD_EVERY == 0
-        })
-        .unwrap_or(false)
+        with(|h| one_in(&h.bias_waits, REBIAS_RECORD_EVERY)).unwrap_or(false)
     }
 
     /// Counts a read through the underlying lock; true once every `CLOCK_EVERY` calls on this
@@ -1362,11 +1357,18 @@ mod held {
     pub(super) fn slow_read() -> bool {
         with(|h| {
             h.reads.set(h.reads.get().saturating_add(1));
-            let c = h.clock.get().wrapping_add(1);
-            h.clock.set(c);
-            cfg!(loom) || c % CLOCK_EVERY == 0
+            one_in(&h.clock, CLOCK_EVERY)
         })
         .unwrap_or(false)
+    }
+
+    /// Counts one more event on `count`; true for one in `n` (for every one under loom, so that
+    /// the models explore the sampled path).
+    #[inline]
+    fn one_in(count: &Cell<u32>, n: u32) -> bool {
+        let c = count.get().wrapping_add(1);
+        count.set(c);
+        cfg!(loom) || c % n == 0
     }
 }
 
