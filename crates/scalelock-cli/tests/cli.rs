@@ -246,3 +246,48 @@ fn no_subcommand_prints_usage_and_fails() {
         "{text}"
     );
 }
+
+#[test]
+fn reader_tail_reports_the_readers_rate_and_the_writers_rate_apart() {
+    let dir = scratch("reader-tail");
+    let json_path = dir.join("out.json");
+    let out = scalelock(&[
+        "bench",
+        "--workload",
+        "reader-tail",
+        "--locks",
+        "scalelock,std",
+        "--threads",
+        "1,3",
+        "--duration-ms",
+        "20",
+        "--json",
+        json_path.to_str().unwrap(),
+        "--report",
+        dir.join("report").to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    check_schema(&json);
+    let results = json["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        let writes = number(&r["params"]["writes_per_sec"], "writes_per_sec");
+        let f = &r["fairness"];
+        // Only the reader's operations are counted.
+        assert_eq!(f["min_thread_ops"], f["max_thread_ops"], "{r}");
+        assert_eq!(r["total_ops"], f["min_thread_ops"], "{r}");
+        if r["threads"] == 1 {
+            assert_eq!(writes, 0.0, "one thread is the reader alone: {r}");
+            assert!(number(&r["ops_per_sec"], "ops_per_sec") > 0.0, "{r}");
+        } else {
+            // Two writers in a loop: some write in 10 ms whatever the lock.
+            assert!(writes > 0.0, "{r}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -90,6 +90,7 @@ mod mutex_short;
 mod path_lookup;
 mod read_mostly;
 mod read_write;
+mod reader_tail;
 mod recursive_read;
 mod rw_common;
 mod uncontended;
@@ -104,6 +105,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(read_mostly::ReadMostly),
         Box::new(read_write::ReadWrite),
         Box::new(recursive_read::RecursiveRead),
+        Box::new(reader_tail::ReaderTail),
         Box::new(log_append::LogAppend),
         Box::new(path_lookup::PathLookup),
         Box::new(lockstat_overhead::LockstatOverhead),

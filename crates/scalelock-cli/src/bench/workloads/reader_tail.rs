@@ -1,0 +1,109 @@
+//! `reader-tail`: one reader against writers that write in a loop.
+//!
+//! Seed 004 (Linux + MySQL sysbench): once threads outnumber cores, throughput and *tail
+//! latency* collapse. Thread 0 reads one shared rwlock in a loop and times each whole read, from
+//! asking for the lock to having released it; every other thread takes the write lock in a loop
+//! with nothing in between. The reported throughput is the reader's reads per second and the
+//! latency is per read; the writers' rate is in the `writes_per_sec` param.
+//!
+//! The release counts because a lock that wakes a sleeper from its unlock can lose its CPU to
+//! the thread it woke, and then waits for a CPU behind every runnable thread. With one thread
+//! only the reader runs (no writers).
+//!
+//! Checks: the reader never sees the counter go back, and the counter ends equal to the number
+//! of writes.
+
+use super::{Point, Selection, Workload};
+use crate::bench::harness::{measure, Measurement, Trial};
+use crate::bench::locks::{self, BenchRwLock, RwBench};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+/// See the module docs.
+pub struct ReaderTail;
+
+impl Workload for ReaderTail {
+    fn name(&self) -> &'static str {
+        "reader-tail"
+    }
+
+    fn about(&self) -> &'static str {
+        "Thread 0 reads one rwlock in a loop, timing each whole read (lock to unlock); every \
+         other thread writes it in a loop, nothing in between. Throughput: the reader's reads \
+         per second; latency: per read; the writers' rate is in param `writes_per_sec`. Seed \
+         004: once threads outnumber cores, tail latency collapses, most of all for a thread \
+         that loses its CPU to a thread its unlock woke."
+    }
+
+    fn columns(&self) -> Vec<&'static str> {
+        locks::RWLOCKS.to_vec()
+    }
+
+    fn plan(&self, sel: &Selection) -> Vec<Point> {
+        // Every read is timed: the reader does few of them when the lock serves it badly.
+        super::rwlock_points(sel, locks::RWLOCKS, TailBench, 1)
+    }
+}
+
+struct TailBench;
+
+struct Shared<L> {
+    lock: L,
+    /// Incremented by each write.
+    counter: AtomicU64,
+    /// The last value the reader saw (only the reader writes it).
+    last_read: AtomicU64,
+    /// Reads that saw the counter go back.
+    backwards: AtomicU64,
+}
+
+impl RwBench for TailBench {
+    fn run<L: BenchRwLock>(&self, trial: &Trial) -> Result<Measurement, String> {
+        let shared = Shared {
+            lock: L::new(),
+            counter: AtomicU64::new(0),
+            last_read: AtomicU64::new(0),
+            backwards: AtomicU64::new(0),
+        };
+        let mut m = measure(trial, &shared, |sh, w| {
+            if w.index == 0 {
+                let s = w.sample();
+                let v = sh.lock.read(|| sh.counter.load(Relaxed));
+                w.acquired(s); // after the unlock: the whole read
+                if v < sh.last_read.load(Relaxed) {
+                    sh.backwards.fetch_add(1, Relaxed);
+                }
+                sh.last_read.store(v, Relaxed);
+            } else {
+                w.tally += 1;
+                sh.lock.write(|| {
+                    sh.counter.store(sh.counter.load(Relaxed) + 1, Relaxed);
+                });
+            }
+            // Writers count too, so that the harness sees every thread start; the reader's
+            // count alone is reported (below).
+            1
+        });
+        let backwards = shared.backwards.load(Relaxed);
+        if backwards != 0 {
+            return Err(format!("{backwards} reads saw the counter go back"));
+        }
+        let counter = shared.counter.load(Relaxed);
+        if counter != m.tally {
+            return Err(format!(
+                "lost updates: {} writes but the counter is {counter}",
+                m.tally
+            ));
+        }
+        let writes: u64 = m.thread_ops.iter().skip(1).sum();
+        let secs = m.elapsed.as_secs_f64();
+        let writes_per_sec = if secs > 0.0 {
+            writes as f64 / secs
+        } else {
+            0.0
+        };
+        m.extra
+            .push(("writes_per_sec", serde_json::json!(writes_per_sec)));
+        m.thread_ops.truncate(1);
+        Ok(m)
+    }
+}
