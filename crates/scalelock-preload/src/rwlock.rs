@@ -24,7 +24,8 @@
 //! readers) makes that safe even while a writer waits. So, for kinds 0 and 1, `rdlock` is
 //! scalelock's *recursive* read (it enters whenever no writer holds the lock); writers still get
 //! their turn because scalelock's rwlock is phase-fair once readers have to wait. Kind 2 (prefer
-//! writers, non-recursive) uses the plain read, which stays out while a writer waits.
+//! writers, non-recursive) uses the plain read, which stays out while a writer waits for the
+//! readers to leave.
 //!
 //! `pthread_rwlock_unlock` does not say which lock it releases: if the lock is held for writing,
 //! the caller (which must hold it) is the writer; otherwise it is a reader.
