@@ -610,7 +610,11 @@ impl RawRwLock {
         let budget = self.spin.budget();
         let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         let unbounded = budget == SpinBudget::Unbounded;
-        let mut spinner = Spinner::new(budget);
+        // Polling (short steps): while it spins a reader only loads the word, and tries its
+        // compare-exchange only when the word says it may enter; a writer looping on the lock
+        // leaves it free for moments that a backed-off reader missed (one reader against one
+        // looping writer: 0.25-0.42 of the best other lock's reads, 0.53-0.76 polling).
+        let mut spinner = Spinner::polling(budget);
         let mut learned = false;
         // The turn counter when this thread first parked; once a writer has released the lock
         // to parked readers since then (the counter moved), this thread is `entitled`: it may
