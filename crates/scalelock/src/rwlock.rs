@@ -1431,53 +1431,46 @@ mod state_tests {
         l.writer_seq.load(Ordering::Relaxed)
     }
 
-    #[test]
-    fn a_write_release_wakes_nobody_while_a_woken_writer_is_on_its_way() {
+    /// Takes the lock (`read` or write) on one thread, adds `bits` to the word as if other
+    /// threads waited, releases, and returns how many wake-ups the release issued and the word
+    /// it left. No thread sleeps, so every wake-up finds nobody.
+    fn release_with(bits: u32, read: bool) -> (u32, u32) {
         let l = RawRwLock::new();
-        l.lock_exclusive();
-        l.state
-            .fetch_or(WRITERS_WAITING | WRITER_WOKEN, Ordering::Relaxed);
+        if read {
+            l.lock_shared();
+        } else {
+            l.lock_exclusive();
+        }
+        l.state.fetch_or(bits, Ordering::Relaxed);
         let before = seq(&l);
-        // SAFETY: locked exclusively just above.
-        unsafe { l.unlock_exclusive() };
-        assert_eq!(
-            seq(&l),
-            before,
-            "no wake-up: the woken writer takes the lock"
-        );
-        assert_eq!(
+        // SAFETY: taken just above, in the same mode.
+        unsafe {
+            if read {
+                l.unlock_shared();
+            } else {
+                l.unlock_exclusive();
+            }
+        }
+        (
+            seq(&l).wrapping_sub(before),
             l.state.load(Ordering::Relaxed),
-            WRITERS_WAITING | WRITER_WOKEN
-        );
+        )
     }
 
     #[test]
-    fn a_read_release_ending_the_readers_wakes_nobody_while_a_woken_writer_is_on_its_way() {
-        let l = RawRwLock::new();
-        l.lock_shared();
-        l.state
-            .fetch_or(WRITERS_WAITING | WRITER_WOKEN, Ordering::Relaxed);
-        let before = seq(&l);
-        // SAFETY: read-locked just above.
-        unsafe { l.unlock_shared() };
-        assert_eq!(seq(&l), before);
-        assert_eq!(
-            l.state.load(Ordering::Relaxed),
-            WRITERS_WAITING | WRITER_WOKEN
-        );
+    fn no_release_wakes_anyone_while_a_woken_writer_is_on_its_way() {
+        for read in [false, true] {
+            let marked = WRITERS_WAITING | WRITER_WOKEN;
+            assert_eq!(release_with(marked, read), (0, marked), "read: {read}");
+        }
     }
 
     #[test]
-    fn a_write_release_that_finds_no_writer_asleep_clears_the_mark_and_the_waiting_bit() {
-        let l = RawRwLock::new();
-        l.lock_exclusive();
-        l.state.fetch_or(WRITERS_WAITING, Ordering::Relaxed);
-        let before = seq(&l);
-        // SAFETY: locked exclusively just above.
-        unsafe { l.unlock_exclusive() };
-        // One wake-up with the mark, one without it; both found nobody, so the stale bit goes.
-        assert_eq!(seq(&l), before.wrapping_add(2));
-        assert_eq!(l.state.load(Ordering::Relaxed), 0);
+    fn a_write_release_marks_the_writer_it_wakes_and_a_read_release_does_not() {
+        // The write release wakes with the mark, then (nobody was asleep) without it; the read
+        // release wakes once, unmarked. Both then clear the stale bit.
+        assert_eq!(release_with(WRITERS_WAITING, false), (2, 0));
+        assert_eq!(release_with(WRITERS_WAITING, true), (1, 0));
     }
 
     #[test]
@@ -1570,17 +1563,5 @@ mod state_tests {
             );
             assert_eq!(l.state.load(Ordering::Relaxed) & !TURN_MASK, 0, "{l:?}");
         }
-    }
-
-    #[test]
-    fn a_read_release_wakes_a_writer_without_marking_it() {
-        let l = RawRwLock::new();
-        l.lock_shared();
-        l.state.fetch_or(WRITERS_WAITING, Ordering::Relaxed);
-        let before = seq(&l);
-        // SAFETY: read-locked just above.
-        unsafe { l.unlock_shared() };
-        assert_eq!(seq(&l), before.wrapping_add(1), "one plain wake-up");
-        assert_eq!(l.state.load(Ordering::Relaxed), 0);
     }
 }
