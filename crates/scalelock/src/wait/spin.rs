@@ -390,6 +390,44 @@ impl SpinEstimate {
         }
     }
 
+    /// The budget for a wait whose fallback is not a sleep but a slower way in (a reader
+    /// waiting for a lock's read bias, who can take the underlying lock instead): what
+    /// [`budget`](Self::budget) gives, without its floor of half a wake-up latency, which prices
+    /// a sleep this waiter would not take. At least [`MIN_PROBE_NS`]; policies override it as
+    /// they do `budget`.
+    ///
+    /// ```
+    /// use scalelock::wait::{SpinBudget, SpinEstimate, SpinPolicy};
+    ///
+    /// let e = SpinEstimate::new();
+    /// for _ in 0..7 {
+    ///     e.record(false, 0); // the waits keep failing: the estimate decays
+    /// }
+    /// if scalelock::wait::spin_policy() == SpinPolicy::Adaptive {
+    ///     assert!(matches!(e.fallback_budget(), SpinBudget::Nanos(ns) if ns < 4_000));
+    /// }
+    /// ```
+    #[inline]
+    pub fn fallback_budget(&self) -> SpinBudget {
+        match spin_policy() {
+            SpinPolicy::Adaptive => {
+                let v = self.0.load(Ordering::Relaxed);
+                if v >> FAIL_SHIFT >= EXPLORE_EVERY {
+                    SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS)
+                } else {
+                    SpinBudget::Nanos(
+                        (v & EST_MASK)
+                            .saturating_mul(4)
+                            .clamp(MIN_PROBE_NS, MAX_ADAPTIVE_SPIN_NS),
+                    )
+                }
+            }
+            SpinPolicy::Fixed(ns) => SpinBudget::Nanos(ns),
+            SpinPolicy::Never => SpinBudget::Nanos(0),
+            SpinPolicy::Always => SpinBudget::Unbounded,
+        }
+    }
+
     /// Records the outcome of a spin: `acquired` after `spun_ns`, or not (the waiter slept).
     /// Relaxed loads and stores: a lost update only delays learning by one sample.
     #[inline]
