@@ -367,27 +367,9 @@ impl SpinEstimate {
     /// The spin budget for the next acquisition under the current policy.
     #[inline]
     pub fn budget(&self) -> SpinBudget {
-        match spin_policy() {
-            SpinPolicy::Adaptive => {
-                let v = self.0.load(Ordering::Relaxed);
-                if v >> FAIL_SHIFT >= EXPLORE_EVERY {
-                    SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS)
-                } else {
-                    // Spin at least about what sleeping costs here (spin-then-block is then
-                    // 2-competitive), and longer if this lock's spins succeed after longer waits.
-                    let floor = (WAKE_LATENCY_NS.load(Ordering::Relaxed) / 2).max(MIN_PROBE_NS);
-                    SpinBudget::Nanos(
-                        (v & EST_MASK)
-                            .saturating_mul(4)
-                            .max(floor)
-                            .min(MAX_ADAPTIVE_SPIN_NS),
-                    )
-                }
-            }
-            SpinPolicy::Fixed(ns) => SpinBudget::Nanos(ns),
-            SpinPolicy::Never => SpinBudget::Nanos(0),
-            SpinPolicy::Always => SpinBudget::Unbounded,
-        }
+        // Spin at least about what sleeping costs here (spin-then-block is then 2-competitive),
+        // and longer if this lock's spins succeed after longer waits.
+        self.budget_from(WAKE_LATENCY_NS.load(Ordering::Relaxed) / 2)
     }
 
     /// The budget for a wait whose fallback is not a sleep but a slower way in (a reader
@@ -409,6 +391,14 @@ impl SpinEstimate {
     /// ```
     #[inline]
     pub fn fallback_budget(&self) -> SpinBudget {
+        self.budget_from(0)
+    }
+
+    /// The budget under the current policy; under `Adaptive`, four times the estimate (or the
+    /// full adaptive spin, once every `EXPLORE_EVERY` failures), at least `floor` and
+    /// `MIN_PROBE_NS`, at most `MAX_ADAPTIVE_SPIN_NS`.
+    #[inline]
+    fn budget_from(&self, floor: u32) -> SpinBudget {
         match spin_policy() {
             SpinPolicy::Adaptive => {
                 let v = self.0.load(Ordering::Relaxed);
@@ -418,7 +408,8 @@ impl SpinEstimate {
                     SpinBudget::Nanos(
                         (v & EST_MASK)
                             .saturating_mul(4)
-                            .clamp(MIN_PROBE_NS, MAX_ADAPTIVE_SPIN_NS),
+                            .max(floor.max(MIN_PROBE_NS))
+                            .min(MAX_ADAPTIVE_SPIN_NS),
                     )
                 }
             }
