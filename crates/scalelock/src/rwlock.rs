@@ -711,9 +711,10 @@ impl RawRwLock {
         let mut learned = false;
         // Whether this thread has set WRITERS_WAITING (and so may have been woken for others).
         let mut waited = false;
-        // Whether this thread has come back from sleep: it may be the writer WRITER_WOKEN stands
-        // for, so it clears the mark when it takes the lock or sleeps again (if it was not that
-        // writer, clearing only costs a release a wake-up it could have skipped).
+        // Whether a wake-up has ended this thread's sleep: it may be the writer WRITER_WOKEN
+        // stands for, so it clears the mark when it takes the lock or sleeps again (if it was
+        // not that writer, clearing costs one extra wake-up). A wait that returned without a
+        // wake-up does not count (see below).
         let mut awoke = false;
         let mut drain_spinner = Spinner::new(SpinBudget::Nanos(DRAIN_SPIN_NS));
         let mut s = self.state.load(Ordering::Relaxed);
@@ -790,11 +791,20 @@ impl RawRwLock {
                 continue;
             }
             rec.sleep();
-            if !futex::wait(&self.writer_seq, seq, deadline) {
-                self.writer_gives_up();
-                return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
+            match futex::wait_outcome(&self.writer_seq, seq, deadline) {
+                futex::WaitOutcome::TimedOut => {
+                    self.writer_gives_up();
+                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
+                }
+                // Only a wake-up makes this thread the writer WRITER_WOKEN may stand for. A
+                // return because the sequence moved before the kernel compared it (frequent
+                // under a stream of releases) is not one: when such returns cleared the mark,
+                // each let the next release wake one more writer, and with 127 looping writers
+                // on 2 cores all of them were runnable most of the time (one reader among them
+                // then made no read at all in many 20 ms windows).
+                futex::WaitOutcome::Woken => awoke = true,
+                futex::WaitOutcome::NotWoken => {}
             }
-            awoke = true;
             s = self.state.load(Ordering::Relaxed);
         }
     }

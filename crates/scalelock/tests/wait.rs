@@ -207,6 +207,35 @@ fn futex_wait_returns_at_once_when_the_word_differs_and_wake_counts_sleepers() {
     assert!(woke <= 1);
 }
 
+#[test]
+fn futex_wait_outcome_tells_a_wake_up_from_a_changed_word() {
+    use futex::WaitOutcome;
+    let w = std::sync::Arc::new(AtomicU32::new(0));
+    // The word differs: no sleep, and no wake-up either.
+    assert_eq!(futex::wait_outcome(&w, 1, None), WaitOutcome::NotWoken);
+    let soon = Deadline::after(Duration::from_millis(1));
+    assert_eq!(
+        futex::wait_outcome(&w, 0, Some(&soon)),
+        WaitOutcome::TimedOut
+    );
+    // A sleeper that a wake picks reports Woken (the word is unchanged, so nothing else can
+    // end its sleep before the 10 s deadline).
+    let w2 = std::sync::Arc::clone(&w);
+    let t = std::thread::spawn(move || {
+        futex::wait_outcome(&w2, 0, Some(&Deadline::after(Duration::from_secs(10))))
+    });
+    let t0 = Instant::now();
+    while futex::wake(&w, 1) == 0 {
+        assert!(!t.is_finished(), "the sleeper returned without a wake-up");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the thread never slept"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert_eq!(t.join().unwrap(), WaitOutcome::Woken);
+}
+
 /// Run in a child process by `bad_env_value_gets_a_message_and_the_default`.
 #[test]
 fn child_reads_spin_policy_from_env() {

@@ -12,18 +12,57 @@ use super::deadline::{Clock, Deadline};
 use core::ptr;
 use core::sync::atomic::{AtomicU32, Ordering};
 
+/// How a [`wait_outcome`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// A `wake` woke this thread (or, rarely, the kernel woke it spuriously).
+    Woken,
+    /// It did not sleep, or stopped early: the word no longer held `expected` (it changed before
+    /// the kernel compared it), or a signal interrupted the sleep. No `wake` picked this thread.
+    NotWoken,
+    /// The deadline passed.
+    TimedOut,
+}
+
 /// Sleeps while `*word == expected`.
 ///
 /// Returns `false` only if `deadline` passed; `true` on a wake, a spurious wake-up, a signal, or
 /// when the word no longer held `expected`. Callers re-check their condition in a loop.
 ///
-/// A sleep that ends before its deadline is a sample of the wake-up latency (see
-/// [`note_woken`](super::note_woken)): every lock that sleeps here teaches the spin budgets of
-/// all locks what sleeping costs on this machine.
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// let word = AtomicU32::new(1);
+/// // The word does not hold 0: returns at once.
+/// assert!(scalelock::wait::futex::wait(&word, 0, None));
+/// ```
 #[inline]
 pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> bool {
+    wait_outcome(word, expected, deadline) != WaitOutcome::TimedOut
+}
+
+/// [`wait`], telling a wake-up apart from a return without one: a lock that hands a wake-up to
+/// one sleeper (and marks it on its way) must know whether this thread is that sleeper. Under a
+/// stream of releases the word often changes between the caller's read and the kernel's compare
+/// (`NotWoken`); treating that as a wake-up let writers clear a mark that was not theirs, and
+/// each cleared mark woke one more writer.
+///
+/// A sleep ended by a wake-up is a sample of the wake-up latency (see
+/// [`note_woken`](super::note_woken)): every lock that sleeps here teaches the spin budgets of
+/// all locks what sleeping costs on this machine.
+///
+/// ```
+/// use scalelock::wait::{futex, Deadline};
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Duration;
+/// let word = AtomicU32::new(0);
+/// let soon = Deadline::after(Duration::from_millis(1));
+/// assert_eq!(futex::wait_outcome(&word, 1, Some(&soon)), futex::WaitOutcome::NotWoken);
+/// assert_eq!(futex::wait_outcome(&word, 0, Some(&soon)), futex::WaitOutcome::TimedOut);
+/// ```
+#[inline]
+pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> WaitOutcome {
     if word.load(Ordering::Relaxed) != expected {
-        return true;
+        return WaitOutcome::NotWoken;
     }
     let (op, ts) = match deadline {
         None => (
@@ -56,12 +95,16 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
             libc::FUTEX_BITSET_MATCH_ANY,
         )
     };
-    // SAFETY: reading errno right after a failed syscall on this thread.
-    let timed_out = r < 0 && unsafe { *libc::__errno_location() } == libc::ETIMEDOUT;
-    if !timed_out {
+    if r == 0 {
         super::note_woken(slept_at);
+        return WaitOutcome::Woken;
     }
-    !timed_out
+    // SAFETY: reading errno right after a failed syscall on this thread.
+    if unsafe { *libc::__errno_location() } == libc::ETIMEDOUT {
+        WaitOutcome::TimedOut
+    } else {
+        WaitOutcome::NotWoken
+    }
 }
 
 /// Wakes at most `n` threads sleeping on `word`; returns how many were woken. (Stamps the time

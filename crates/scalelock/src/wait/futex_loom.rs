@@ -32,12 +32,25 @@ fn key(word: &AtomicU32) -> usize {
     word as *const AtomicU32 as usize
 }
 
+/// Model of [`futex::WaitOutcome`](super::futex::WaitOutcome).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    Woken,
+    NotWoken,
+    TimedOut,
+}
+
 /// Model of [`futex::wait`](super::futex::wait).
 pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> bool {
+    wait_outcome(word, expected, deadline) != WaitOutcome::TimedOut
+}
+
+/// Model of [`futex::wait_outcome`](super::futex::wait_outcome).
+pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> WaitOutcome {
     let (lock, cv) = &*TABLE;
     let mut table = lock.lock().unwrap();
     if word.load(Ordering::SeqCst) != expected {
-        return true;
+        return WaitOutcome::NotWoken;
     }
     let ticket = table.next_ticket;
     table.next_ticket += 1;
@@ -50,12 +63,16 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
         let before = table.sleepers.len();
         table.sleepers.retain(|s| s.1 != ticket);
         // Still queued: nobody woke us, the timeout fired.
-        return table.sleepers.len() == before;
+        return if table.sleepers.len() == before {
+            WaitOutcome::Woken
+        } else {
+            WaitOutcome::TimedOut
+        };
     }
     while table.sleepers.iter().any(|s| s.1 == ticket) {
         table = cv.wait(table).unwrap();
     }
-    true
+    WaitOutcome::Woken
 }
 
 /// Virtual time of the model: how many timed waits have returned.
