@@ -50,9 +50,13 @@
 //! whether writers queue; if so it stops waiting and takes the underlying lock, which lets it in
 //! between two writers (under a stream of writers the bias went from writer to writer, and every
 //! read waited out its whole budget for it). Measured, one reader against 127 looping writers:
-//! three interleaved runs went from 18, 424k and 508k reads a second to 1.8–2.2M, but full bench
-//! sweeps still range from 38 to 2.2M, far behind the plain lock in the bad runs (an open
-//! problem: in such a round the reader hardly gets a CPU). When the bias stops paying it is set
+//! three interleaved runs went from 18, 424k and 508k reads a second to 1.8–2.2M. (Most of the
+//! bad runs left, 38 reads a second in one, came from the bench keeping the writers' counter on
+//! the plain lock's line but three lines away from this lock's word, and from the underlying
+//! lock waking too many writers; both are fixed. Under that stream the bias goes off after 16
+//! revocations and stays off; the reader then gets 0.7–0.9 of the plain lock's reads, median
+//! of six runs at 8–128 threads, and 0.76–1.08 with the bias forced off from the start.)
+//! When the bias stops paying it is set
 //! `OFF` and stays off for a back-off window, `2 x` the revocation time doubled for each unpaid
 //! revocation in a row (up to `2^10`): as writes get frequent the bias fades out and the lock
 //! behaves as the plain [`RawRwLock`] plus a few predictable loads. A reader on the slow path

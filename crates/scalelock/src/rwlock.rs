@@ -24,8 +24,9 @@
 //! waiting writer kept readers out, one reader against 31–127 looping writers on 2 cores read
 //! 0.6–25k times a second and `std`'s 0.2–1.4M: each read slept until a writer handed it a
 //! turn. Now, with writers spinning briefly for readers before they drain them
-//! (`DRAIN_SPIN_NS`), 105k–4.0M at 32–128 threads over seven sweeps, `std`'s 5.5k–1.3M in the
-//! same sweeps: `scalelock bench --workload reader-tail`.)
+//! (`DRAIN_SPIN_NS`) and one woken writer at a time (below), the reader's median over five
+//! interleaved runs is 4.3M reads a second at 32 threads and 5.6M at 128, `std`'s 0.46M and
+//! 0.44M (`scalelock bench --workload reader-tail`; the writers' counter on a line of its own).)
 //! **Readers are not starved by writers**: a writer that unlocks while readers sleep gives them
 //! the next turn instead of the next writer: it advances the 4-bit `TURN` counter, sets
 //! `READ_TURN` (writers may not take the lock) and wakes them all. A reader that parked before the
@@ -43,7 +44,12 @@
 //! wake-up waited for a CPU behind all of them. Measured on 2 cores, one reader against 64
 //! writers that write in a loop: 200 reads took 3.3–7.4 s, one read up to 0.6 s, almost all of
 //! it in the unlock that ended the reader's turn (its wake-up of a writer let the writer preempt
-//! it); with the mark, 67–185 ms. A reader that ends a read turn while a woken writer is on its
+//! it); with the mark, 67–185 ms. Only a writer that a wake-up woke clears the mark (see
+//! [`futex::wait_outcome`]): a writer whose wait returned because the sequence had moved is
+//! not the one the mark stands for. While such returns cleared it too, each let one more
+//! writer be woken, and in sampled 20 ms windows all 127 writers were often runnable; the
+//! reader's median rate went from 0.37M to 4.3M reads a second at 32 threads, and from 0.19M
+//! to 5.6M at 128, when that stopped. A reader that ends a read turn while a woken writer is on its
 //! way wakes nobody either, but a reader's wake-up does not set the mark: a writer woken
 //! after a read turn that has to wait for a CPU would keep every other sleeper waiting too
 //! (`read-write` at 128 threads lost 13–30% against `std` when it did).
@@ -163,7 +169,7 @@ const READ_SLOW: u32 = if cfg!(all(debug_assertions, not(loom))) {
 /// sleep with `DRAIN` set, so the reader's next read waited for a read turn and its unlock woke
 /// that writer (and lost its CPU to it): one reader against 31–127 looping writers read 2k–1.4M
 /// times a second, bimodal from run to run; with it, 105k–3.5M (`std`'s 5.5k–429k in the same
-/// runs). It costs `read-write` and `recursive-read` at most about 1%; 500 ns cost 2–3%, and
+/// runs; measured while the bench kept the counter next to the lock word). It costs `read-write` and `recursive-read` at most about 1%; 500 ns cost 2–3%, and
 /// spinning as long as a writer would spin for a writer (tens of µs here) cost `read-write` 10%.
 const DRAIN_SPIN_NS: u32 = 250;
 
