@@ -288,6 +288,19 @@ fn reader_tail_reports_the_readers_rate_and_the_writers_rate_apart() {
             // Two writers in a loop: some write in 10 ms whatever the lock.
             assert!(writes > 0.0, "{r}");
         }
+        // The reader's CPU share is a fraction of one CPU (it may not have run at all in a
+        // short window on a loaded machine: then both figures are left out).
+        if let Some(share) = r["params"].get("reader_cpu_share") {
+            let share = number(share, "reader_cpu_share");
+            assert!(share > 0.0 && share <= 1.2, "{r}");
+            assert!(
+                number(
+                    &r["params"]["reads_per_reader_cpu_sec"],
+                    "reads_per_reader_cpu_sec"
+                ) >= 0.0,
+                "{r}"
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

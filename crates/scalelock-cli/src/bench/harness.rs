@@ -46,6 +46,9 @@ pub struct Measurement {
     pub elapsed: Duration,
     /// User + system CPU time of the whole process inside the measured window.
     pub cpu: Duration,
+    /// CPU time each thread got inside the measured window (zero where the thread's clock could
+    /// not be read). With more threads than CPUs, who gets a CPU decides much of a result.
+    pub thread_cpu: Vec<Duration>,
     /// Sampled acquisition latencies in nanoseconds (measured window only).
     pub latency: Histogram<u64>,
     /// Workload-specific figures of this measurement (e.g. system time, peak RSS), written into
@@ -169,6 +172,31 @@ fn process_cpu() -> Duration {
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
 
+/// The CPU clock of the calling thread, readable from other threads of the process.
+fn own_cpu_clock() -> Option<libc::clockid_t> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: pthread_self() is the calling thread, alive for the call; the function writes the
+    // clock id into `clock`, a valid out-pointer.
+    let r = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+    (r == 0).then_some(clock)
+}
+
+/// CPU time on `clock` (a thread's CPU clock; the thread must still be running or joinable).
+fn read_cpu_clock(clock: Option<libc::clockid_t>) -> Duration {
+    let Some(clock) = clock else {
+        return Duration::ZERO;
+    };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; an invalid clock id only makes the call fail.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// Runs `op` on `trial.threads` threads as described in the module docs. `op` performs some
 /// operations on `shared` and returns how many it performed (usually 1).
 pub fn measure<S, F>(trial: &Trial, shared: &S, op: F) -> Measurement
@@ -182,6 +210,9 @@ where
         .map(|_| CachePadded::new(AtomicU64::new(0)))
         .collect();
     let barrier = Barrier::new(threads + 1);
+    // Each thread's CPU clock, published before the start barrier.
+    let clocks: Vec<std::sync::OnceLock<Option<libc::clockid_t>>> =
+        (0..threads).map(|_| std::sync::OnceLock::new()).collect();
     let seed0 = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
@@ -190,7 +221,8 @@ where
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|index| {
-                let (phase, counters, barrier, op) = (&phase, &counters, &barrier, &op);
+                let (phase, counters, barrier, op, clocks) =
+                    (&phase, &counters, &barrier, &op, &clocks);
                 std::thread::Builder::new()
                     .name(format!("bench-{index}"))
                     .stack_size(256 * 1024)
@@ -208,6 +240,7 @@ where
                         w.countdown = w.next_countdown();
                         let mine = &counters[index];
                         let mut done = 0u64;
+                        let _ = clocks[index].set(own_cpu_clock());
                         barrier.wait();
                         while phase.load(Ordering::Relaxed) != STOP {
                             done += op(shared, &mut w);
@@ -226,6 +259,13 @@ where
                 .map(|c| c.load(Ordering::Relaxed))
                 .collect::<Vec<_>>()
         };
+        // (Every thread set its clock before the barrier the harness waits on below.)
+        let thread_cpus = || {
+            clocks
+                .iter()
+                .map(|c| read_cpu_clock(c.get().copied().flatten()))
+                .collect::<Vec<_>>()
+        };
         barrier.wait();
         std::thread::sleep(trial.warmup);
         // On a loaded machine a thread may not have run at all yet: give stragglers up to one
@@ -235,10 +275,10 @@ where
             std::thread::sleep(Duration::from_millis(1));
         }
         phase.store(MEASURE, Ordering::Relaxed);
-        let (t0, cpu0, ops0) = (Instant::now(), process_cpu(), snapshot());
+        let (t0, cpu0, ops0, tcpu0) = (Instant::now(), process_cpu(), snapshot(), thread_cpus());
         std::thread::sleep(trial.duration);
         let ops1 = snapshot();
-        let (cpu1, elapsed) = (process_cpu(), t0.elapsed());
+        let (cpu1, elapsed, tcpu1) = (process_cpu(), t0.elapsed(), thread_cpus());
         phase.store(STOP, Ordering::Relaxed);
 
         let mut latency = new_histogram();
@@ -254,6 +294,11 @@ where
             tally,
             elapsed,
             cpu: cpu1.saturating_sub(cpu0),
+            thread_cpu: tcpu1
+                .iter()
+                .zip(&tcpu0)
+                .map(|(b, a)| b.saturating_sub(*a))
+                .collect(),
             latency,
             extra: Vec::new(),
         }
@@ -289,6 +334,30 @@ mod tests {
         assert_eq!(m.tally, 2 * m.ops_all);
         assert!(m.thread_ops.iter().sum::<u64>() <= m.ops_all);
         assert!(m.elapsed >= Duration::from_millis(30));
+    }
+
+    #[test]
+    fn measures_each_threads_cpu_time_in_the_window() {
+        // Thread 0 spins, thread 1 sleeps: the first gets CPU time, the second next to none.
+        let m = measure(&trial(2, 1), &(), |_, w| {
+            if w.index == 0 {
+                let t0 = Instant::now();
+                while t0.elapsed() < Duration::from_micros(200) {
+                    std::hint::spin_loop();
+                }
+            } else {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            1
+        });
+        assert_eq!(m.thread_cpu.len(), 2);
+        assert!(
+            m.thread_cpu[0] > Duration::from_millis(1),
+            "{:?}",
+            m.thread_cpu
+        );
+        assert!(m.thread_cpu[0] <= m.elapsed + Duration::from_millis(20));
+        assert!(m.thread_cpu[1] < m.thread_cpu[0], "{:?}", m.thread_cpu);
     }
 
     fn worker(phase: &AtomicU8, sample_every: u32) -> Worker<'_> {

@@ -199,6 +199,7 @@ mod tests {
             tally: 0,
             elapsed: Duration::from_millis(elapsed_ms),
             cpu: Duration::from_millis(cpu_ms),
+            thread_cpu: Vec::new(),
             latency: h,
             extra: Vec::new(),
         }

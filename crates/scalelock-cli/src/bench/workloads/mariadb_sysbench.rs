@@ -257,6 +257,8 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
         tally: 0,
         elapsed,
         cpu: Duration::ZERO,
+        // The server's threads are another process's.
+        thread_cpu: Vec::new(),
         latency,
         extra: Vec::new(),
     })

@@ -4,7 +4,12 @@
 //! latency* collapse. Thread 0 reads one shared rwlock in a loop and times each whole read, from
 //! asking for the lock to having released it; every other thread takes the write lock in a loop
 //! with nothing in between. The reported throughput is the reader's reads per second and the
-//! latency is per read; the writers' rate is in the `writes_per_sec` param.
+//! latency is per read; the writers' rate is in the `writes_per_sec` param, and the share of
+//! a CPU the reader got (`reader_cpu_share`) and its reads per second of its own CPU time
+//! (`reads_per_reader_cpu_sec`) tell the lock's cost from the scheduler's verdict: with more
+//! threads than CPUs, runnable writers share the CPUs with the reader, and the reader's rate
+//! is mostly its CPU share (two stable states: writers that keep blocking leave the reader most
+//! of a CPU, writers that rarely block leave it 1/threads of them).
 //!
 //! The release counts because a lock that wakes a sleeper from its unlock can lose its CPU to
 //! the thread it woke, and then waits for a CPU behind every runnable thread. With one thread
@@ -112,6 +117,22 @@ impl RwBench for TailBench {
         };
         m.extra
             .push(("writes_per_sec", serde_json::json!(writes_per_sec)));
+        // How much CPU the reader got, and what it did with it: with more threads than CPUs
+        // the scheduler shares the CPUs among the runnable threads, so a lock whose writers
+        // rarely block leaves the reader its fair share (1/threads of the CPUs) and no more,
+        // however cheap its reads are.
+        let reader_cpu = m.thread_cpu.first().copied().unwrap_or_default();
+        if secs > 0.0 && !reader_cpu.is_zero() {
+            let reads = m.thread_ops.first().copied().unwrap_or(0) as f64;
+            m.extra.push((
+                "reader_cpu_share",
+                serde_json::json!(reader_cpu.as_secs_f64() / secs),
+            ));
+            m.extra.push((
+                "reads_per_reader_cpu_sec",
+                serde_json::json!(reads / reader_cpu.as_secs_f64()),
+            ));
+        }
         m.thread_ops.truncate(1);
         Ok(m)
     }
