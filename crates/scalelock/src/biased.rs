@@ -54,8 +54,9 @@
 //! bad runs left, 38 reads a second in one, came from the bench keeping the writers' counter on
 //! the plain lock's line but three lines away from this lock's word, and from the underlying
 //! lock waking too many writers; both are fixed. Under that stream the bias goes off after 16
-//! revocations and stays off; the reader then gets 0.7–0.9 of the plain lock's reads, median
-//! of six runs at 8–128 threads, and 0.76–1.08 with the bias forced off from the start.)
+//! revocations and stays off, and the reader does as many reads per second of its own CPU time
+//! as the plain lock's reader, 0.95–0.98 at 8–128 threads and 0.86 at 2, medians of six
+//! interleaved runs; how much CPU it gets among the writers varies more, for both locks.)
 //! When the bias stops paying it is set
 //! `OFF` and stays off for a back-off window, `2 x` the revocation time doubled for each unpaid
 //! revocation in a row (up to `2^10`): as writes get frequent the bias fades out and the lock
