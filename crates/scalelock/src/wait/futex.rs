@@ -13,6 +13,15 @@ use core::ptr;
 use core::sync::atomic::{AtomicU32, Ordering};
 
 /// How a [`wait_outcome`] ended.
+///
+/// ```
+/// use scalelock::wait::futex::{wait_outcome, WaitOutcome};
+/// use std::sync::atomic::AtomicU32;
+///
+/// let word = AtomicU32::new(7);
+/// // The word does not hold 0: no sleep, and nobody woke us.
+/// assert_eq!(wait_outcome(&word, 0, None), WaitOutcome::NotWoken);
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WaitOutcome {
     /// A `wake` woke this thread (or, rarely, the kernel woke it spuriously).
