@@ -35,8 +35,9 @@ impl Workload for ReaderTail {
     fn about(&self) -> &'static str {
         "Thread 0 reads one rwlock in a loop, timing each whole read (lock to unlock); every \
          other thread writes it in a loop, nothing in between. Throughput: the reader's reads \
-         per second; latency: per read; the writers' rate is in param `writes_per_sec`. Seed \
-         004: once threads outnumber cores, tail latency collapses, most of all for a thread \
+         per second; latency: per read; params: the writers' rate (`writes_per_sec`), the \
+         reader's share of a CPU (`reader_cpu_share`) and its reads per second of its own CPU \
+         time (`reads_per_reader_cpu_sec`). Seed 004: once threads outnumber cores, tail latency collapses, most of all for a thread \
          that loses its CPU to a thread its unlock woke."
     }
 
