@@ -49,8 +49,8 @@
 //! not the one the mark stands for. While such returns cleared it too, each let one more
 //! writer be woken, and in sampled 20 ms windows all 127 writers were often runnable; the
 //! reader's median rate went from 0.37M to 4.3M reads a second at 32 threads, and from 0.19M
-//! to 5.6M at 128, when that stopped. A reader that ends a read turn while a woken writer is on its
-//! way wakes nobody either, but a reader's wake-up does not set the mark: a writer woken
+//! to 5.6M at 128, when that stopped. A reader that ends a read turn while a woken writer is on
+//! its way wakes nobody either, but a reader's wake-up does not set the mark: a writer woken
 //! after a read turn that has to wait for a CPU would keep every other sleeper waiting too
 //! (`read-write` at 128 threads lost 13–30% against `std` when it did).
 //!
@@ -169,8 +169,9 @@ const READ_SLOW: u32 = if cfg!(all(debug_assertions, not(loom))) {
 /// sleep with `DRAIN` set, so the reader's next read waited for a read turn and its unlock woke
 /// that writer (and lost its CPU to it): one reader against 31–127 looping writers read 2k–1.4M
 /// times a second, bimodal from run to run; with it, 105k–3.5M (`std`'s 5.5k–429k in the same
-/// runs; measured while the bench kept the counter next to the lock word). It costs `read-write` and `recursive-read` at most about 1%; 500 ns cost 2–3%, and
-/// spinning as long as a writer would spin for a writer (tens of µs here) cost `read-write` 10%.
+/// runs; measured while the bench kept the counter next to the lock word). It costs
+/// `read-write` and `recursive-read` at most about 1%; 500 ns cost 2–3%, and spinning as long
+/// as a writer would spin for a writer (tens of µs here) cost `read-write` 10%.
 const DRAIN_SPIN_NS: u32 = 250;
 
 /// The reader count of a state word.
