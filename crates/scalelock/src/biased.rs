@@ -55,8 +55,9 @@
 //! the plain lock's line but three lines away from this lock's word, and from the underlying
 //! lock waking too many writers; both are fixed. Under that stream the bias goes off after 16
 //! revocations and stays off, and the reader does as many reads per second of its own CPU time
-//! as the plain lock's reader, 0.95–0.98 at 8–128 threads and 0.86 at 2, medians of six
-//! interleaved runs; how much CPU it gets among the writers varies more, for both locks.) When
+//! as the plain lock's reader: 0.95–0.98 at 8–128 threads and 0.86 at 2, medians of six
+//! interleaved runs, and 1.00 at 2 in eight later ones; how much CPU it gets among the writers
+//! varies more, for both locks.) When
 //! the bias stops paying it is set `OFF` and stays off for a back-off window, `2 x` the
 //! revocation time doubled for each unpaid revocation in a row (up to `2^10`; with `2^14`, this
 //! lock's lead over the plain one in `read-write`, where the bias pays at times, shrank from
