@@ -745,8 +745,8 @@ impl RawRwLock {
                 }
             }
             // Spin unless readers or writers sleep; but through a read turn (READ_TURN) even
-            // while writers sleep: its readers are entering and leave soon, and no writer gets
-            // the lock before they do. When a read turn stopped the spin, one reader against
+            // while writers sleep: its readers are entering and leave soon (at its end this
+            // writer may beat the sleeper it wakes to the lock, costing a wasted wake-up). When a read turn stopped the spin, one reader against
             // one writer fell into a convoy: the writer slept through every read turn with
             // DRAIN set, so the reader's next read found DRAIN and slept too, and the writer's
             // release handed it the next turn (per 0.5 s, ~3k sleeps of each, set off by
