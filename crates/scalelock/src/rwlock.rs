@@ -35,7 +35,9 @@
 //! merely arrive during the turn are not entitled and queue behind a draining writer, so a turn
 //! admits a bounded set of readers (each acquisition is entitled at most once per write phase):
 //! every write phase is followed by a read phase with the readers that were waiting, and the
-//! other way round (phase-fair).
+//! other way round (phase-fair). A writer that arrives during a read turn spins through it
+//! (within its learned budget) rather than sleep at once: the turn's readers leave soon, and
+//! sleeping set off a convoy of sleeps between one reader and one writer (see `wait_writer`).
 //!
 //! **One woken writer at a time.** A writer's release that wakes a writer marks it
 //! `WRITER_WOKEN`; until that writer runs and takes the lock (or finds it held and sleeps again),
