@@ -30,11 +30,21 @@
 //!   several CPUs share the lock (revocations find a reader inside at least once in 16), and a
 //!   few ns (2) for a lone reader;
 //! - a revocation costs what the writer measures (one revocation in 8 is timed; the time spent
-//!   waiting for readers already inside is left out, as any rwlock's writer waits for those);
+//!   waiting for readers already inside is left out, as any rwlock's writer waits for those),
+//!   and, when readers share the lock, what they wait while the bias is paused: the writer
+//!   times that too, from its revocation to its unlock;
 //! - writers that also read count their reads between two writes, which on average is the
-//!   read:write ratio: the bias pays if those reads save more than a revocation costs. At two
-//!   threads on the 2-core VM this keeps the bias from 0.1% to 10% writes (where it measured
-//!   1.4x the plain lock) and drops it at 33% (where it lost);
+//!   read:write ratio: the bias pays if those reads save more than a revocation costs. Two
+//!   threads on the 2-core VM, against the same lock with the bias forced on and forced off,
+//!   in two phases of the VM (a cross-core hand-off of ~25 ns and of ~200 ns): at 5% and 10%
+//!   writes the bias kept on measured 2.3x and 1.35x the bias off in the first phase, 0.6x and
+//!   0.35x in the second, where the pause readers wait through averaged ~360 ns against
+//!   ~125 ns. Counting that wait, the verdict followed: 53-67 and 31-41 Mops/s in the first phase (forced on: 70-73 and
+//!   39-43, off: 28-30), 36-40 and 37-42 in the second (on: 21-25 and 12-18, off: 37-41).
+//!   Without it the bias stayed on in the second phase, at 0.55x the plain lock. The pause
+//!   includes the writer's own critical section, which readers would wait out with any
+//!   rwlock: with long write sections the bias turns off sooner than it has to, and the lock
+//!   then behaves as the plain one (the safe side of the verdict);
 //! - for writers that do not read, the ratio is unknown: the bias pays if readers share the
 //!   lock and it lives at least twice as long as a revocation takes.
 //!
@@ -67,35 +77,48 @@
 //! reads), or at once if it finds it `PAUSED` with no writer left to turn it on.
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
-//! and a writer that locks all eight), the lock object here is two cache lines and the table is
-//! shared by all locks; compared with BRAVO's hashed table, rows per CPU (rather than a hash of
-//! thread and lock) mean that two cores never write the same line. The two lines: one for the
-//! bias, which biased readers only read, one for the underlying lock word and the writers'
-//! bookkeeping, which unbiased readers and writers hammer; sharing one line would cost an
-//! unbiased reader a second coherence miss for its look at the bias, and a revoking writer's
-//! bookkeeping stores would pull the bias line from the readers waiting for it.
+//! and a writer that locks all eight), the lock object here is two cache lines and 16 bytes,
+//! and the table is shared by all locks; compared with BRAVO's hashed table, rows per CPU
+//! (rather than a hash of thread and lock) mean that two cores never write the same line. The
+//! layout: a line for the bias, which biased readers only read; a line for the writers'
+//! bookkeeping; then the underlying lock word, which the protected data follows on the same
+//! line (lock_api puts a [`BiasedRwLock`](crate::BiasedRwLock)'s data right after the raw lock,
+//! and `BiasedRwLock` starts the raw lock on a line). Sharing the bias's line with the lock word
+//! would cost an unbiased reader a second coherence miss for its look at the bias, and a
+//! revoking writer's bookkeeping stores would pull the bias line from the readers waiting for
+//! it. The data shares the lock word's line because with the bias off (frequent writes) a
+//! reader or writer then moves one line, as with [`RwLock`](crate::RwLock), not two: with the
+//! data on a line of its own, `BiasedRwLock<u64>` ran 0.53-0.6x `RwLock<u64>` at 25% writes on
+//! two threads, in the VM phase where cross-core hand-offs are slow (`RwLock` itself, given a
+//! separate data line, ran 0.6x); with it (and the verdict below that counts the readers'
+//! wait), 0.88-1.01x in eight interleaved runs over both phases, the same as with the bias
+//! forced off.
 //!
 //! # State
 //!
 //! ```text
-//!  RawBiasedRwLock (two 64-byte lines)         visible-readers table (static, one row per CPU)
+//!  RawBiasedRwLock (144 bytes; starts a line)  visible-readers table (static, one row per CPU)
 //!  +-------------------------------------+     row 0: [slot 0 .. slot 15]  128-byte aligned
 //!  | rbias  BIASED/REVOKING/PAUSED/OFF   |     row 1: [slot 0 .. slot 15]
 //!  | drain         bit 0: a writer sleeps|     ...
 //!  |               bits 1..: sequence    |     slot = address of the lock a reader holds, or 0
 //!  | rebias_spin   learned bias wait     |
 //!  +-------------------------------------+     per thread (no allocation): up to 8 deferred
-//!  | lock          RawRwLock (12 bytes)  |     read locks held, as (lock, slot, nesting
-//!  | backoff       revocation back-off   |     count); reads since the last write lock
+//!  | inhibit_until no re-bias before (ns)|     read locks held, as (lock, slot, nesting
+//!  | enabled_at    when bias last came on|     count); reads since the last write lock
+//!  | backoff       revocation back-off   |
 //!  | revoke_share  avg revocation share  |
 //!  | reader_found  avg: a reader inside? |
-//!  | reads_per_write, reading_writers    |
 //!  | revocations   count (1 in 8 timed)  |
 //!  | cost_ns       avg revocation cost   |
-//!  | spin          learned drain wait    |
-//!  | inhibit_until no re-bias before (ns)|
-//!  | enabled_at    when bias last came on|
+//!  | reads_per_write, reading_writers    |
+//!  | pause_ns      avg bias pause (ns)   |
+//!  | pause_start   timed pause began (ns)|
 //!  +-------------------------------------+
+//!  | lock          RawRwLock (12 bytes)  |
+//!  | spin          learned drain wait    |
+//!  +- - - - - - - - - - - - - - - - - - -+
+//!  | (BiasedRwLock: the data, same line) |
 //!
 //!  reader, BIASED:   slot: 0 -> L (CAS, own CPU's row); SC; still BIASED? enter : withdraw
 //!  reader, not:      PAUSED? poll rbias until BIASED (learned budget), then try the table
@@ -211,7 +234,8 @@ const DRAIN_STEP: u32 = 2;
 /// with one writer at a time the bias is back within a few hundred nanoseconds.
 const QUEUE_CHECK_NS: u32 = 1_000;
 
-/// The raw reader-biased rwlock: two cache lines, `const`-constructible, implementing lock_api's
+/// The raw reader-biased rwlock: two cache lines and a 16-byte lock word (see the module docs
+/// for why the data follows it), `const`-constructible, implementing lock_api's
 /// `RawRwLock`, `RawRwLockTimed`, `RawRwLockDowngrade`, `RawRwLockRecursive`,
 /// `RawRwLockRecursiveTimed`, `RawRwLockUpgrade`, `RawRwLockUpgradeDowngrade` and
 /// `RawRwLockUpgradeTimed`.
@@ -228,9 +252,14 @@ const QUEUE_CHECK_NS: u32 = 1_000;
 /// RAW.lock_exclusive(); // revokes the bias
 /// // SAFETY: write-locked just above.
 /// unsafe { RAW.unlock_exclusive() };
-/// assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 128);
+/// assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 144);
 /// ```
-#[repr(align(64))]
+///
+/// Its alignment is 8, so that lock_api's data can follow the lock word on its line: a
+/// [`BiasedRwLock`](crate::BiasedRwLock) starts it on a cache line; a raw lock used on its own
+/// (as above) keeps its lines apart from its neighbours' only if placed on a line (in a
+/// `#[repr(align(64))]` struct, say).
+#[repr(C)]
 pub struct RawBiasedRwLock {
     /// 1 while readers may enter through the visible-readers table.
     rbias: AtomicU32,
@@ -238,19 +267,24 @@ pub struct RawBiasedRwLock {
     drain: AtomicU32,
     /// How long readers have had to wait for a writer to turn the bias back on (learned).
     rebias_spin: SpinEstimate,
-    /// The underlying lock and the writers' bookkeeping, on a cache line of its own: while the
-    /// bias is off, readers and writers hammer the lock word, and the bias word (which every
-    /// reader loads first) would otherwise be dragged along, costing each reader a second
-    /// coherence miss; while it is on, a revoking writer owns this line, and its bookkeeping
-    /// stores do not pull the bias line away from the readers waiting for the bias.
-    lock: LockLine,
+    /// The rest of the bias's line: every reader reads it, only writers write it.
+    _bias_line: Pad<BIAS_PAD>,
+    /// What revoking writers keep, on a line of its own (see [`Book`]).
+    book: Book,
+    /// The underlying lock, last: the protected data follows it on the same line.
+    lock: LockWord,
 }
 
-/// The underlying [`RawRwLock`] and what revoking writers keep (written under the write lock,
-/// or by readers on the slow path, who hold the underlying read lock), alone on a cache line.
-#[repr(align(64))]
-struct LockLine {
-    lock: RawRwLock,
+/// What revoking writers keep (written under the write lock, or by readers on the slow path,
+/// who hold the underlying read lock), alone on a cache line: a revoking writer's stores here do
+/// not pull the bias's line away from the readers waiting for the bias, nor the lock word's
+/// line (which holds the data) from its readers.
+#[repr(C)]
+struct Book {
+    /// `now_ns()` before which no reader re-enables the bias.
+    inhibit_until: AtomicU64,
+    /// `now_ns()` when the bias was last re-enabled.
+    enabled_at: AtomicU64,
     /// Revocation back-off exponent (see the module docs).
     backoff: AtomicU32,
     /// Moving average of the time share revocations take: cost / (cost + bias lifetime), in
@@ -269,21 +303,60 @@ struct LockLine {
     /// Moving average of whether the revoking writer reads too (1 or 0, in units of
     /// `2^-SHARE_SHIFT`); starts at one half.
     reading_writers: AtomicU32,
-    /// How long revoking writers have had to wait for deferred readers (learned spin budget).
-    spin: SpinEstimate,
-    /// `now_ns()` before which no reader re-enables the bias.
-    inhibit_until: AtomicU64,
-    /// `now_ns()` when the bias was last re-enabled.
-    enabled_at: AtomicU64,
+    /// Moving average of how long timed revocations kept the bias off, in ns: from the
+    /// revocation to the writer's unlock, which is what readers that find the bias paused wait.
+    pause_ns: AtomicU32,
+    /// `now_ns()` when the current holder of the write lock revoked the bias, if that
+    /// revocation was timed; 0 otherwise.
+    pause_start: AtomicU64,
+    /// The rest of the line.
+    _line: Pad<BOOK_PAD>,
 }
 
-impl core::ops::Deref for LockLine {
+/// The underlying [`RawRwLock`] and the writers' learned wait for deferred readers (16 bytes).
+/// Last in the lock, so that the data of a [`BiasedRwLock`](crate::BiasedRwLock) (lock_api puts
+/// it right after the raw lock) shares the lock word's cache line, as a [`RwLock`]'s does: with
+/// the bias off (frequent writes), a reader or writer then moves one line, not two. With the
+/// data on a line of its own, `BiasedRwLock<u64>` ran 0.6x `RwLock<u64>` at 25% writes on two
+/// threads (and `RwLock` with its data on a separate line, 0.6x too).
+#[repr(C)]
+struct LockWord {
+    lock: RawRwLock,
+    /// How long revoking writers have had to wait for deferred readers (learned spin budget).
+    spin: SpinEstimate,
+}
+
+impl core::ops::Deref for LockWord {
     type Target = RawRwLock;
     #[inline]
     fn deref(&self) -> &RawRwLock {
         &self.lock
     }
 }
+
+/// Padding that completes a cache line (none under loom, whose atomics are larger).
+type Pad<const N: usize> = [u8; N];
+#[cfg(not(loom))]
+const BIAS_PAD: usize = 64 - 12;
+#[cfg(not(loom))]
+const BOOK_PAD: usize = 64 - 56;
+#[cfg(loom)]
+const BIAS_PAD: usize = 0;
+#[cfg(loom)]
+const BOOK_PAD: usize = 0;
+
+// The layout the docs promise: the bias, the bookkeeping and the lock word each start a line
+// when the lock does (`BiasedRwLock` aligns it), and data of up to 48 bytes follows the lock
+// word on its line.
+#[cfg(not(loom))]
+const _: () = {
+    use core::mem::{align_of, offset_of, size_of};
+    assert!(offset_of!(RawBiasedRwLock, book) == 64);
+    assert!(offset_of!(RawBiasedRwLock, lock) == 128);
+    assert!(size_of::<LockWord>() == 16);
+    assert!(size_of::<RawBiasedRwLock>() == 144);
+    assert!(align_of::<RawBiasedRwLock>() == 8);
+};
 
 /// The unlocked, biased state: one literal for the `const` and the loom constructor.
 macro_rules! unlocked {
@@ -292,8 +365,10 @@ macro_rules! unlocked {
             rbias: AtomicU32::new(BIASED),
             drain: AtomicU32::new(0),
             rebias_spin: SpinEstimate::new(),
-            lock: LockLine {
-                lock: RawRwLock::new(),
+            _bias_line: [0; BIAS_PAD],
+            book: Book {
+                inhibit_until: AtomicU64::new(0),
+                enabled_at: AtomicU64::new(0),
                 backoff: AtomicU32::new(0),
                 revoke_share: AtomicU32::new(0),
                 reader_found: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
@@ -301,9 +376,13 @@ macro_rules! unlocked {
                 cost_ns: AtomicU32::new(0),
                 reads_per_write: AtomicU32::new(0),
                 reading_writers: AtomicU32::new(1 << (SHARE_SHIFT - 1)),
+                pause_ns: AtomicU32::new(0),
+                pause_start: AtomicU64::new(0),
+                _line: [0; BOOK_PAD],
+            },
+            lock: LockWord {
+                lock: RawRwLock::new(),
                 spin: SpinEstimate::new(),
-                inhibit_until: AtomicU64::new(0),
-                enabled_at: AtomicU64::new(0),
             },
         }
     };
@@ -595,10 +674,10 @@ impl RawBiasedRwLock {
         // Not while a writer waits (REVOKING, or WRITERS_WAITING below): it would only have to
         // revoke again, and deferred readers, who never sleep, would keep the CPUs from the
         // threads it waits for.
-        if (cfg!(loom) || now >= self.lock.inhibit_until.load(Ordering::Relaxed))
+        if (cfg!(loom) || now >= self.book.inhibit_until.load(Ordering::Relaxed))
             && !self.lock.writers_waiting()
         {
-            self.lock.enabled_at.store(now, Ordering::Relaxed);
+            self.book.enabled_at.store(now, Ordering::Relaxed);
             // Release: a reader that sees the bias on is ordered after our read lock's acquire,
             // hence after the last writer. A CAS from OFF: a waiting writer's REVOKING stays.
             let _ = self
@@ -685,8 +764,9 @@ impl RawBiasedRwLock {
     /// The calling context must hold the write lock.
     #[inline]
     pub unsafe fn unlock_exclusive(&self) {
+        self.time_pause();
         let bias = self.rbias.load(Ordering::Relaxed);
-        if bias == PAUSED || (bias == OFF && self.lock.backoff.load(Ordering::Relaxed) == 0) {
+        if bias == PAUSED || (bias == OFF && self.book.backoff.load(Ordering::Relaxed) == 0) {
             self.resume_bias();
         }
         // SAFETY: the caller holds the write lock, i.e. the underlying write lock.
@@ -711,7 +791,7 @@ impl RawBiasedRwLock {
             return;
         }
         let next = self
-            .lock
+            .book
             .revocations
             .load(Ordering::Relaxed)
             .wrapping_add(1);
@@ -721,7 +801,7 @@ impl RawBiasedRwLock {
             // The next revocation is timed: it needs to know when the bias came on. (Read
             // after the bias is on, so that waiting readers need not wait for the clock; the
             // next writer acquires after our unlock, so it sees this store.)
-            self.lock.enabled_at.store(now_ns(), Ordering::Relaxed);
+            self.book.enabled_at.store(now_ns(), Ordering::Relaxed);
         }
     }
 
@@ -752,8 +832,27 @@ impl RawBiasedRwLock {
     /// turn it back on after the back-off, as usual. Plain store: see `resume_bias`.
     #[inline]
     fn end_pause(&self) {
+        self.time_pause();
         if self.rbias.load(Ordering::Relaxed) == PAUSED {
             self.rbias.store(OFF, Ordering::Relaxed);
+        }
+    }
+
+    /// The holder of the write lock is about to turn the bias back on, or leave it off: if its
+    /// revocation was timed, averages how long the bias was off for it (see `bias_pays`). One
+    /// sample moves the average by at most its own size plus 1 us, as for `cost_ns`.
+    #[inline]
+    fn time_pause(&self) {
+        if cfg!(loom) {
+            // The clock stands still under loom; the verdict there alternates anyway.
+            return;
+        }
+        let start = self.book.pause_start.load(Ordering::Relaxed);
+        if start != 0 {
+            self.book.pause_start.store(0, Ordering::Relaxed);
+            let lasted = now_ns().saturating_sub(start);
+            let avg = u64::from(self.book.pause_ns.load(Ordering::Relaxed));
+            ewma(&self.book.pause_ns, lasted.min(avg * 8 + 1000));
         }
     }
 
@@ -910,21 +1009,21 @@ impl RawBiasedRwLock {
     fn revoke(&self, deadline: Option<&Deadline>) -> bool {
         let key = self.key();
         let n = self
-            .lock
+            .book
             .revocations
             .load(Ordering::Relaxed)
             .wrapping_add(1);
-        self.lock.revocations.store(n, Ordering::Relaxed);
+        self.book.revocations.store(n, Ordering::Relaxed);
         // Reading the clock costs about as much as the rest of a revocation: time one in
         // TIME_EVERY (the writer that turned the bias on before it read the clock too), and
         // every one while the bias is backing off (revocations are rare then, and the average
         // must be able to recover at once when writes become rare again).
-        let timed = is_timed(n) || self.lock.backoff.load(Ordering::Relaxed) != 0;
+        let timed = is_timed(n) || self.book.backoff.load(Ordering::Relaxed) != 0;
         let start = if timed { now_ns() } else { 0 };
         // SeqCst store then SeqCst loads: the writer's side of the Dekker pair. PAUSED if the
         // bias has been paying (no back-off): readers then wait for this writer to turn it back
         // on; OFF if it has not (they queue on the underlying lock).
-        let pausing = self.lock.backoff.load(Ordering::Relaxed) == 0;
+        let pausing = self.book.backoff.load(Ordering::Relaxed) == 0;
         self.rbias
             .store(if pausing { PAUSED } else { OFF }, Ordering::SeqCst);
         sc_fence();
@@ -956,6 +1055,10 @@ impl RawBiasedRwLock {
             self.rbias.store(BIASED, Ordering::Release);
             return false;
         }
+        if timed && !cfg!(loom) {
+            // The pause lasts until this writer unlocks (`time_pause`).
+            self.book.pause_start.store(start.max(1), Ordering::Relaxed);
+        }
         // Did the bias pay (see `bias_pays`)? If it did, the writer turns it back on as it
         // unlocks. If it did not, the bias stays off for a back-off window that doubles with
         // each such revocation, so it fades out as writes get frequent.
@@ -966,22 +1069,22 @@ impl RawBiasedRwLock {
             // One sample moves the average cost by at most its own size plus 125 ns: a
             // revocation whose writer was preempted (or whose CPU the hypervisor took) must not
             // switch the bias off by itself.
-            let avg = u64::from(self.lock.cost_ns.load(Ordering::Relaxed));
-            ewma(&self.lock.cost_ns, cost.min(avg * 8 + 1000));
-            let lived = start.saturating_sub(self.lock.enabled_at.load(Ordering::Relaxed));
+            let avg = u64::from(self.book.cost_ns.load(Ordering::Relaxed));
+            ewma(&self.book.cost_ns, cost.min(avg * 8 + 1000));
+            let lived = start.saturating_sub(self.book.enabled_at.load(Ordering::Relaxed));
             // At most one half per sample, for the same reason.
             let share = (cost << SHARE_SHIFT) / cost.saturating_add(lived);
-            ewma(&self.lock.revoke_share, share.min(MAX_SHARE_SAMPLE));
+            ewma(&self.book.revoke_share, share.min(MAX_SHARE_SAMPLE));
         }
         let unpaid = !self.bias_pays(found, held::take_reads());
-        let previous = self.lock.backoff.load(Ordering::Relaxed);
+        let previous = self.book.backoff.load(Ordering::Relaxed);
         let backoff = if unpaid {
             (previous + 1).min(MAX_BACKOFF)
         } else {
             0
         };
         if backoff != previous {
-            self.lock.backoff.store(backoff, Ordering::Relaxed);
+            self.book.backoff.store(backoff, Ordering::Relaxed);
         }
         if pausing && unpaid {
             // Readers waiting for the bias stop, and queue on the underlying lock.
@@ -989,11 +1092,11 @@ impl RawBiasedRwLock {
         }
 
         if backoff != 0 {
-            let cost = u64::from(self.lock.cost_ns.load(Ordering::Relaxed).max(1));
+            let cost = u64::from(self.book.cost_ns.load(Ordering::Relaxed).max(1));
             if end == 0 {
                 end = now_ns();
             }
-            self.lock.inhibit_until.store(
+            self.book.inhibit_until.store(
                 end.saturating_add(cost.saturating_mul(INHIBIT_FACTOR) << backoff),
                 Ordering::Relaxed,
             );
@@ -1007,8 +1110,8 @@ impl RawBiasedRwLock {
     ///
     /// The bias saves each read a coherence miss on the lock word, if readers on several CPUs
     /// share the lock (revocations find one inside, on average at least once in 16), or a few
-    /// nanoseconds for a lone reader; each revocation costs the writer a scan, and readers
-    /// wait for it. Writers that also read (their reads between two writes estimate the
+    /// nanoseconds for a lone reader; each revocation costs the writer a scan, and readers that
+    /// share the lock wait while the bias is paused (`pause_ns`). Writers that also read (their reads between two writes estimate the
     /// read:write ratio, on average) compare the two directly: the bias pays if the reads
     /// between two writes save more than a revocation costs. For writers that do not read,
     /// that ratio is unknown: the bias pays if readers share the lock and revocations take at
@@ -1020,25 +1123,32 @@ impl RawBiasedRwLock {
         if cfg!(loom) {
             // The verdict is a heuristic; either must be safe. Alternate, so that models with
             // two revocations explore both (PAUSED and handed over, and OFF with a back-off).
-            return self.lock.revocations.load(Ordering::Relaxed) % 2 == 1;
+            return self.book.revocations.load(Ordering::Relaxed) % 2 == 1;
         }
         let one = 1u64 << SHARE_SHIFT;
-        let shared = ewma(&self.lock.reader_found, u64::from(found) << SHARE_SHIFT)
+        let shared = ewma(&self.book.reader_found, u64::from(found) << SHARE_SHIFT)
             >= one / MIN_FOUND_ONE_IN;
         let reading = ewma(
-            &self.lock.reading_writers,
+            &self.book.reading_writers,
             u64::from(reads > 0) << SHARE_SHIFT,
         );
         let reads_per_write = if reads > 0 {
             ewma(
-                &self.lock.reads_per_write,
+                &self.book.reads_per_write,
                 u64::from(reads.min(MAX_READS_SAMPLE)) << READS_SHIFT,
             )
         } else {
-            u64::from(self.lock.reads_per_write.load(Ordering::Relaxed))
+            u64::from(self.book.reads_per_write.load(Ordering::Relaxed))
         };
-        let cost = u64::from(self.lock.cost_ns.load(Ordering::Relaxed));
+        let cost = u64::from(self.book.cost_ns.load(Ordering::Relaxed));
         if reading >= one / 2 {
+            // Readers that share the lock and find the bias paused wait until the writer
+            // unlocks: that wait is part of what a revocation costs them.
+            let cost = if shared {
+                cost + u64::from(self.book.pause_ns.load(Ordering::Relaxed))
+            } else {
+                cost
+            };
             let saved = if shared {
                 SAVED_NS_SHARED
             } else {
@@ -1047,7 +1157,7 @@ impl RawBiasedRwLock {
             (reads_per_write * saved) >> READS_SHIFT >= cost
         } else {
             shared
-                && u64::from(self.lock.revoke_share.load(Ordering::Relaxed)) * (PAYOFF_FACTOR + 1)
+                && u64::from(self.book.revoke_share.load(Ordering::Relaxed)) * (PAYOFF_FACTOR + 1)
                     <= one
         }
     }
@@ -1144,7 +1254,7 @@ impl core::fmt::Debug for RawBiasedRwLock {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("RawBiasedRwLock")
             .field("biased", &self.is_biased())
-            .field("backoff", &self.lock.backoff.load(Ordering::Relaxed))
+            .field("backoff", &self.book.backoff.load(Ordering::Relaxed))
             .field("lock", &*self.lock)
             .finish()
     }

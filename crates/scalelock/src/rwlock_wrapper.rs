@@ -18,6 +18,8 @@ use crate::rwlock::RawRwLock;
 #[cfg(feature = "lockstat")]
 use crate::stats::{hook, table};
 use core::fmt;
+#[cfg(feature = "lockstat")]
+use core::mem::size_of;
 use core::ops::Deref;
 #[cfg(feature = "lockstat")]
 use core::panic::Location;
@@ -26,9 +28,33 @@ use core::sync::atomic::AtomicPtr;
 use lock_api::{RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-/// Defines one rwlock wrapper over the raw lock `$raw`.
+/// No padding: a [`RwLock`]'s lock word and data share a line wherever the wrapper lies.
+#[cfg(feature = "lockstat")]
+struct NoPad;
+
+#[cfg(feature = "lockstat")]
+impl NoPad {
+    const NEW: NoPad = NoPad;
+}
+
+/// Completes the first cache line of a [`BiasedRwLock`] (which is line-aligned) after the
+/// lockstat fields, so that the raw lock starts the next line: its bias word, its bookkeeping
+/// and its lock word then each begin a line, and the data shares the lock word's (see
+/// [`RawBiasedRwLock`]).
+#[cfg(feature = "lockstat")]
+#[allow(dead_code)] // padding: never read
+struct LinePad([u8; 64 - size_of::<AtomicPtr<table::Entry>>() - size_of::<table::Label>()]);
+
+#[cfg(feature = "lockstat")]
+impl LinePad {
+    const NEW: LinePad =
+        LinePad([0; 64 - size_of::<AtomicPtr<table::Entry>>() - size_of::<table::Label>()]);
+}
+
+/// Defines one rwlock wrapper over the raw lock `$raw`; `$pad` goes between the lockstat fields
+/// and the lock.
 macro_rules! tracked_rwlock {
-    ($(#[$doc:meta])* $name:ident, $raw:ident, $sname:literal) => {
+    ($(#[$doc:meta])* $name:ident, $raw:ident, $sname:literal, $pad:ident) => {
         $(#[$doc])*
         #[repr(C)]
         pub struct $name<T: ?Sized> {
@@ -38,6 +64,9 @@ macro_rules! tracked_rwlock {
             /// Name, or the site that created the lock.
             #[cfg(feature = "lockstat")]
             label: table::Label,
+            /// Places `inner` (see [`LinePad`]).
+            #[cfg(feature = "lockstat")]
+            _pad: $pad,
             inner: lock_api::RwLock<$raw, T>,
         }
 
@@ -50,6 +79,8 @@ macro_rules! tracked_rwlock {
                     entry: AtomicPtr::new(core::ptr::null_mut()),
                     #[cfg(feature = "lockstat")]
                     label: table::Label::Created(Location::caller()),
+                    #[cfg(feature = "lockstat")]
+                    _pad: $pad::NEW,
                     inner: lock_api::RwLock::new(value),
                 }
             }
@@ -63,6 +94,8 @@ macro_rules! tracked_rwlock {
                     entry: AtomicPtr::new(core::ptr::null_mut()),
                     #[cfg(feature = "lockstat")]
                     label: table::Label::Name(name),
+                    #[cfg(feature = "lockstat")]
+                    _pad: $pad::NEW,
                     inner: lock_api::RwLock::new(value),
                 }
             }
@@ -75,6 +108,8 @@ macro_rules! tracked_rwlock {
                     entry: AtomicPtr::new(core::ptr::null_mut()),
                     #[cfg(feature = "lockstat")]
                     label: table::Label::Created(Location::caller()),
+                    #[cfg(feature = "lockstat")]
+                    _pad: $pad::NEW,
                     inner: lock_api::RwLock::const_new(raw, value),
                 }
             }
@@ -369,7 +404,8 @@ tracked_rwlock!(
     /// ```
     RwLock,
     RawRwLock,
-    "RwLock"
+    "RwLock",
+    NoPad
 );
 
 tracked_rwlock!(
@@ -394,7 +430,17 @@ tracked_rwlock!(
     /// }
     /// assert_eq!(*config.read(), "v2");
     /// ```
+    #[repr(align(64))]
     BiasedRwLock,
     RawBiasedRwLock,
-    "BiasedRwLock"
+    "BiasedRwLock",
+    LinePad
 );
+
+// BiasedRwLock's raw lock starts a cache line (see `LinePad`), and its data follows the lock
+// word on that word's line.
+const _: () = {
+    use core::mem::{align_of, offset_of};
+    assert!(align_of::<BiasedRwLock<u64>>() == 64);
+    assert!(offset_of!(BiasedRwLock<u64>, inner) % 64 == 0);
+};

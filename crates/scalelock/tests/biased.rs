@@ -34,18 +34,41 @@ fn within(secs: u64, what: &'static str, f: impl FnOnce() + Send + 'static) {
     }
 }
 
-fn bytes_of(raw: &RawBiasedRwLock) -> [u8; 128] {
-    // SAFETY: reads the 128 bytes of a live lock; no other thread uses this lock while the test
+const RAW_SIZE: usize = std::mem::size_of::<RawBiasedRwLock>();
+
+fn bytes_of(raw: &RawBiasedRwLock) -> [u8; RAW_SIZE] {
+    // SAFETY: reads the bytes of a live lock; no other thread uses this lock while the test
     // looks, so the plain read does not race with an atomic write.
-    unsafe { std::ptr::read(raw as *const RawBiasedRwLock as *const [u8; 128]) }
+    unsafe { std::ptr::read(raw as *const RawBiasedRwLock as *const [u8; RAW_SIZE]) }
 }
 
 #[test]
-fn lock_is_two_cache_lines_and_const_constructible() {
+fn lock_is_three_lines_with_the_data_on_the_lock_words_and_const_constructible() {
     static LOCK: BiasedRwLock<u32> = BiasedRwLock::const_new(RawBiasedRwLock::INIT, 3);
     assert_eq!(*LOCK.read(), 3);
-    assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 128);
-    assert_eq!(std::mem::align_of::<RawBiasedRwLock>(), 64);
+    // Bias line, bookkeeping line, then the 16-byte lock word, which the data follows.
+    assert_eq!(RAW_SIZE, 144);
+    assert_eq!(std::mem::align_of::<BiasedRwLock<u32>>(), 64);
+    for lock in [
+        &LOCK,
+        &BiasedRwLock::new(3),
+        &*Box::new(BiasedRwLock::new(3)),
+    ] {
+        // SAFETY: only the raw lock's address is looked at.
+        let raw = unsafe { lock.raw() } as *const RawBiasedRwLock as usize;
+        let data = &*lock.read() as *const u32 as usize;
+        assert_eq!(raw % 64, 0, "the raw lock starts a cache line");
+        assert_eq!(
+            data,
+            raw + RAW_SIZE,
+            "lock_api puts the data right after the raw lock"
+        );
+        assert_eq!(
+            data / 64,
+            (raw + 128) / 64,
+            "the data shares the lock word's line"
+        );
+    }
 }
 
 #[test]
