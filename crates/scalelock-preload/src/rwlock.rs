@@ -4,9 +4,9 @@
 //!
 //! ```text
 //!  offset  glibc's field            here
-//!   0..12  __readers, __writers,    scalelock::RawRwLock (state word, writer sequence, learned
-//!          __wrphase_futex          spin estimate); all-zero is unlocked
-//!  12..16  __writers_futex          unused (zero)
+//!   0..16  __readers, __writers,    scalelock::RawRwLock (state word, writer sequence, learned
+//!          __wrphase_futex,         spin estimate, sleeping writers); all-zero is unlocked
+//!          __writers_futex
 //!  16..24  __pad3, __pad4           writer: pthread_self() of the write holder, 0 otherwise
 //!  24..28  __cur_writer             unused (zero)
 //!  28..32  __shared                 non-zero: process-shared. Written only by glibc's own
@@ -45,7 +45,6 @@ use scalelock::RawRwLock;
 #[repr(C)]
 pub(crate) struct RwLock {
     raw: RawRwLock,
-    _unused_12: AtomicU32,
     writer: AtomicU64,
     _unused_24: AtomicI32,
     shared: AtomicI32,
@@ -58,7 +57,7 @@ const _: () = {
     assert!(size_of::<RwLock>() == size_of::<pthread_rwlock_t>());
     assert!(size_of::<pthread_rwlock_t>() == 56);
     assert!(align_of::<RwLock>() <= align_of::<pthread_rwlock_t>());
-    assert!(size_of::<RawRwLock>() == 12);
+    assert!(size_of::<RawRwLock>() == 16);
     assert!(offset_of!(RwLock, writer) == 16);
     assert!(offset_of!(RwLock, shared) == 28);
     assert!(offset_of!(RwLock, kind) == 48);

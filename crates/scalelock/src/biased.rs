@@ -77,7 +77,7 @@
 //! reads), or at once if it finds it `PAUSED` with no writer left to turn it on.
 //!
 //! Compared with crossbeam's `ShardedLock` (eight padded `RwLock` shards *per lock*, about 1 KB,
-//! and a writer that locks all eight), the lock object here is two cache lines and 16 bytes,
+//! and a writer that locks all eight), the lock object here is two cache lines and 20 bytes,
 //! and the table is shared by all locks; compared with BRAVO's hashed table, rows per CPU
 //! (rather than a hash of thread and lock) mean that two cores never write the same line. The
 //! layout: a line for the bias, which biased readers only read; a line for the writers'
@@ -97,7 +97,7 @@
 //! # State
 //!
 //! ```text
-//!  RawBiasedRwLock (144 bytes; starts a line)  visible-readers table (static, one row per CPU)
+//!  RawBiasedRwLock (152 bytes; starts a line)  visible-readers table (static, one row per CPU)
 //!  +-------------------------------------+     row 0: [slot 0 .. slot 15]  128-byte aligned
 //!  | rbias  BIASED/REVOKING/PAUSED/OFF   |     row 1: [slot 0 .. slot 15]
 //!  | drain         bit 0: a writer sleeps|     ...
@@ -115,7 +115,7 @@
 //!  | pause_ns      avg bias pause (ns)   |
 //!  | pause_start   timed pause began (ns)|
 //!  +-------------------------------------+
-//!  | lock          RawRwLock (12 bytes)  |
+//!  | lock          RawRwLock (16 bytes)  |
 //!  | spin          learned drain wait    |
 //!  +- - - - - - - - - - - - - - - - - - -+
 //!  | (BiasedRwLock: the data, same line) |
@@ -234,7 +234,7 @@ const DRAIN_STEP: u32 = 2;
 /// with one writer at a time the bias is back within a few hundred nanoseconds.
 const QUEUE_CHECK_NS: u32 = 1_000;
 
-/// The raw reader-biased rwlock: two cache lines and a 16-byte lock word (see the module docs
+/// The raw reader-biased rwlock: two cache lines and a 20-byte lock word (see the module docs
 /// for why the data follows it), `const`-constructible, implementing lock_api's
 /// `RawRwLock`, `RawRwLockTimed`, `RawRwLockDowngrade`, `RawRwLockRecursive`,
 /// `RawRwLockRecursiveTimed`, `RawRwLockUpgrade`, `RawRwLockUpgradeDowngrade` and
@@ -252,7 +252,7 @@ const QUEUE_CHECK_NS: u32 = 1_000;
 /// RAW.lock_exclusive(); // revokes the bias
 /// // SAFETY: write-locked just above.
 /// unsafe { RAW.unlock_exclusive() };
-/// assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 144);
+/// assert_eq!(std::mem::size_of::<RawBiasedRwLock>(), 152);
 /// ```
 ///
 /// Its alignment is 8, so that lock_api's data can follow the lock word on its line: a
@@ -313,7 +313,7 @@ struct Book {
     _line: Pad<BOOK_PAD>,
 }
 
-/// The underlying [`RawRwLock`] and the writers' learned wait for deferred readers (16 bytes).
+/// The underlying [`RawRwLock`] and the writers' learned wait for deferred readers (20 bytes).
 /// Last in the lock, so that the data of a [`BiasedRwLock`](crate::BiasedRwLock) (lock_api puts
 /// it right after the raw lock) shares the lock word's cache line, as a [`RwLock`]'s does: with
 /// the bias off (frequent writes), a reader or writer then moves one line, not two. With the
@@ -346,15 +346,15 @@ const BIAS_PAD: usize = 0;
 const BOOK_PAD: usize = 0;
 
 // The layout the docs promise: the bias, the bookkeeping and the lock word each start a line
-// when the lock does (`BiasedRwLock` aligns it), and data of up to 48 bytes follows the lock
+// when the lock does (`BiasedRwLock` aligns it), and data of up to 40 bytes follows the lock
 // word on its line.
 #[cfg(not(loom))]
 const _: () = {
     use core::mem::{align_of, offset_of, size_of};
     assert!(offset_of!(RawBiasedRwLock, book) == 64);
     assert!(offset_of!(RawBiasedRwLock, lock) == 128);
-    assert!(size_of::<LockWord>() == 16);
-    assert!(size_of::<RawBiasedRwLock>() == 144);
+    assert!(size_of::<LockWord>() == 20);
+    assert!(size_of::<RawBiasedRwLock>() == 152);
     assert!(align_of::<RawBiasedRwLock>() == 8);
 };
 

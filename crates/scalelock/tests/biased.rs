@@ -46,8 +46,8 @@ fn bytes_of(raw: &RawBiasedRwLock) -> [u8; RAW_SIZE] {
 fn lock_is_three_lines_with_the_data_on_the_lock_words_and_const_constructible() {
     static LOCK: BiasedRwLock<u32> = BiasedRwLock::const_new(RawBiasedRwLock::INIT, 3);
     assert_eq!(*LOCK.read(), 3);
-    // Bias line, bookkeeping line, then the 16-byte lock word, which the data follows.
-    assert_eq!(RAW_SIZE, 144);
+    // Bias line, bookkeeping line, then the 20-byte lock word, which the data follows.
+    assert_eq!(RAW_SIZE, 152);
     assert_eq!(std::mem::align_of::<BiasedRwLock<u32>>(), 64);
     for lock in [
         &LOCK,
