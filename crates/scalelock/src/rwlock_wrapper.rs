@@ -28,33 +28,18 @@ use core::sync::atomic::AtomicPtr;
 use lock_api::{RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 
-/// No padding: a [`RwLock`]'s lock word and data share a line wherever the wrapper lies.
+/// Bytes that complete the first cache line of a [`BiasedRwLock`] (which is line-aligned) after
+/// the lockstat fields, so that the raw lock starts the next line: its bias word, its
+/// bookkeeping and its lock word then each begin a line, and the data shares the lock word's
+/// (see [`RawBiasedRwLock`]). A [`RwLock`] needs none: its lock word and data share a line
+/// wherever the wrapper lies.
 #[cfg(feature = "lockstat")]
-struct NoPad;
+const LINE_PAD: usize = 64 - size_of::<AtomicPtr<table::Entry>>() - size_of::<table::Label>();
 
-#[cfg(feature = "lockstat")]
-impl NoPad {
-    const NEW: NoPad = NoPad;
-}
-
-/// Completes the first cache line of a [`BiasedRwLock`] (which is line-aligned) after the
-/// lockstat fields, so that the raw lock starts the next line: its bias word, its bookkeeping
-/// and its lock word then each begin a line, and the data shares the lock word's (see
-/// [`RawBiasedRwLock`]).
-#[cfg(feature = "lockstat")]
-#[allow(dead_code)] // padding: never read
-struct LinePad([u8; 64 - size_of::<AtomicPtr<table::Entry>>() - size_of::<table::Label>()]);
-
-#[cfg(feature = "lockstat")]
-impl LinePad {
-    const NEW: LinePad =
-        LinePad([0; 64 - size_of::<AtomicPtr<table::Entry>>() - size_of::<table::Label>()]);
-}
-
-/// Defines one rwlock wrapper over the raw lock `$raw`; `$pad` goes between the lockstat fields
-/// and the lock.
+/// Defines one rwlock wrapper over the raw lock `$raw`; `$pad` bytes go between the lockstat
+/// fields and the lock.
 macro_rules! tracked_rwlock {
-    ($(#[$doc:meta])* $name:ident, $raw:ident, $sname:literal, $pad:ident) => {
+    ($(#[$doc:meta])* $name:ident, $raw:ident, $sname:literal, $pad:expr) => {
         $(#[$doc])*
         #[repr(C)]
         pub struct $name<T: ?Sized> {
@@ -64,9 +49,9 @@ macro_rules! tracked_rwlock {
             /// Name, or the site that created the lock.
             #[cfg(feature = "lockstat")]
             label: table::Label,
-            /// Places `inner` (see [`LinePad`]).
+            /// Places `inner` (see [`LINE_PAD`]).
             #[cfg(feature = "lockstat")]
-            _pad: $pad,
+            _pad: [u8; $pad],
             inner: lock_api::RwLock<$raw, T>,
         }
 
@@ -80,7 +65,7 @@ macro_rules! tracked_rwlock {
                     #[cfg(feature = "lockstat")]
                     label: table::Label::Created(Location::caller()),
                     #[cfg(feature = "lockstat")]
-                    _pad: $pad::NEW,
+                    _pad: [0; $pad],
                     inner: lock_api::RwLock::new(value),
                 }
             }
@@ -95,7 +80,7 @@ macro_rules! tracked_rwlock {
                     #[cfg(feature = "lockstat")]
                     label: table::Label::Name(name),
                     #[cfg(feature = "lockstat")]
-                    _pad: $pad::NEW,
+                    _pad: [0; $pad],
                     inner: lock_api::RwLock::new(value),
                 }
             }
@@ -109,7 +94,7 @@ macro_rules! tracked_rwlock {
                     #[cfg(feature = "lockstat")]
                     label: table::Label::Created(Location::caller()),
                     #[cfg(feature = "lockstat")]
-                    _pad: $pad::NEW,
+                    _pad: [0; $pad],
                     inner: lock_api::RwLock::const_new(raw, value),
                 }
             }
@@ -405,7 +390,7 @@ tracked_rwlock!(
     RwLock,
     RawRwLock,
     "RwLock",
-    NoPad
+    0
 );
 
 tracked_rwlock!(
@@ -434,7 +419,7 @@ tracked_rwlock!(
     BiasedRwLock,
     RawBiasedRwLock,
     "BiasedRwLock",
-    LinePad
+    LINE_PAD
 );
 
 // BiasedRwLock's raw lock starts a cache line (see `LinePad`), and its data follows the lock
