@@ -33,14 +33,36 @@
 //! the mutex and leaves its count only once they are running again; it also lets a condvar wait
 //! on a mutex that glibc serves (robust, priority-inherit), which scalelock's cannot.
 //!
-//! # Limitation: thread cancellation
+//! # Cancellation
 //!
-//! glibc's `pthread_cond_wait` is a cancellation point; this one is not: a thread that
-//! `pthread_cancel` targets while it waits here is cancelled at its next cancellation point
-//! after the wait returns (a notification or, for timed waits, the deadline), not during the wait.
+//! `pthread_cond_wait`, `_timedwait` and `_clockwait` are cancellation points, as in glibc, for
+//! deferred and asynchronous cancellation. glibc acts on a cancellation by running the thread's
+//! cleanup handlers and unwinding its stack with a forced unwind (`_Unwind_ForcedUnwind`), from
+//! the `SIGCANCEL` handler when the thread is asleep with asynchronous cancellation enabled, or
+//! from the call that enables it when a cancellation is already pending. A forced unwind must
+//! not cross Rust frames this library cannot vouch for, so the wait is split:
+//!
+//! - The exported symbols jump (no frame) into `csrc/cond_wait.c`, which sets deferred
+//!   cancellation, calls [`scalelock_cond_wait_begin`] (count the waiter, read `seq`, release the
+//!   mutex), and returns from every Rust call before it enables cancellation.
+//! - The sleep is glibc's own pattern (`__pthread_enable_asynccancel` around the futex system
+//!   call): the C code pushes a cleanup handler with the public `pthread_cleanup_push`, switches
+//!   to asynchronous cancellation (which acts at once on a pending one), makes the futex call,
+//!   and switches back. Only C and glibc frames lie between the signal and the cleanup handler.
+//! - The cleanup handler, [`scalelock_cond_wait_cancelled`], is an ordinary call: it passes on a
+//!   wake-up the cancelled thread may have taken (`seq` moved: wake one more sleeper; a spurious
+//!   wake-up at worst), leaves the condvar and re-takes the mutex, so the program's own cleanup
+//!   handlers run with the mutex held, as POSIX requires. The unwind then continues from the C
+//!   frame into the program's frames.
+//! - Without cancellation (none pending, or cancellation disabled) the C code calls
+//!   [`scalelock_cond_wait_end`]: leave, re-take the mutex, return.
+//!
+//! The futex call in the C region is the only sleep of this library outside the wait layer:
+//! it must happen with asynchronous cancellation enabled, in a frame that glibc's unwinder may
+//! cross. It makes the same `FUTEX_WAIT_BITSET` call as `scalelock::wait::futex::wait`.
 
 use crate::config::{mode, Mode};
-use crate::mutex::{clock_of, reacquire_after_wait, release_for_wait};
+use crate::mutex::{clock_of, reacquire_after_wait, release_for_wait, Released};
 use crate::real;
 use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
@@ -106,39 +128,6 @@ impl Cond {
             Clock::Monotonic
         } else {
             Clock::Realtime
-        }
-    }
-
-    /// # Safety
-    /// `m` is the mutex the caller holds (a live `pthread_mutex_t`).
-    unsafe fn wait(
-        &self,
-        m: *mut pthread_mutex_t,
-        deadline: Option<&Deadline>,
-        caller: usize,
-    ) -> c_int {
-        self.waiters.fetch_add(1, Ordering::Relaxed);
-        // Read while the mutex is still held: see the module comment.
-        let seq = self.seq.load(Ordering::Relaxed);
-        // SAFETY: the caller's promise.
-        let released = match unsafe { release_for_wait(m) } {
-            Ok(r) => r,
-            Err(e) => {
-                self.leave();
-                return e;
-            }
-        };
-        let in_time = futex::wait(&self.seq, seq, deadline);
-        self.leave();
-        // From here on the condvar may be destroyed: it is not touched again.
-        // SAFETY: `m` was released by `release_for_wait` just above.
-        let r = unsafe { reacquire_after_wait(m, released, caller) };
-        if r != 0 {
-            r
-        } else if in_time {
-            0
-        } else {
-            libc::ETIMEDOUT
         }
     }
 
@@ -237,15 +226,114 @@ pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
     }
 }
 
+/// Whether glibc's condvar can wait with `m`: only if glibc serves `m` too (glibc's wait
+/// re-takes the mutex with its internal functions). A process-shared condvar used with a private
+/// mutex that scalelock serves gets `EINVAL`.
+///
 /// # Safety
-/// `c`, `m` non-null and initialised; `m` held by the caller.
-unsafe fn wait_on(
-    cv: &Cond,
+/// `m` is non-null and points at an initialised `pthread_mutex_t`.
+unsafe fn glibc_can_wait_with(m: *mut pthread_mutex_t) -> bool {
+    // SAFETY: the caller's promise.
+    mode() == Mode::Glibc || unsafe { crate::mutex::served_by_glibc(m) }
+}
+
+/// One wait in progress, shared with `csrc/cond_wait.c` (`struct scalelock_wait`, same layout):
+/// the futex sleep the C region makes, and what the end of the wait (or its cancellation) needs.
+#[repr(C)]
+pub struct Wait {
+    word: *const AtomicU32,
+    expected: u32,
+    op: c_int,
+    deadline: timespec,
+    timed: c_int,
+    real: usize,
+    cond: *const Cond,
+    mutex: *mut pthread_mutex_t,
+    released: Released,
+    caller: usize,
+}
+
+/// The futex operation and absolute timeout of the sleep (`FUTEX_WAIT_BITSET`, as the wait
+/// layer's `futex::wait` makes it): the C region makes the system call itself, so that
+/// cancellation can interrupt it.
+fn sleep_op(deadline: Option<&Deadline>) -> (c_int, timespec) {
+    let op = libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG;
+    match deadline {
+        None => (
+            op,
+            timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+        ),
+        Some(d) => match d.clock() {
+            Clock::Monotonic => (op, *d.as_timespec()),
+            Clock::Realtime => (op | libc::FUTEX_CLOCK_REALTIME, *d.as_timespec()),
+        },
+    }
+}
+
+/// `kind` of [`scalelock_cond_wait_begin`]: `pthread_cond_wait`.
+const KIND_WAIT: c_int = 0;
+/// `pthread_cond_timedwait` (the condattr's clock).
+const KIND_TIMEDWAIT: c_int = 1;
+/// `pthread_cond_clockwait` (the clock passed).
+const KIND_CLOCKWAIT: c_int = 2;
+/// [`scalelock_cond_wait_begin`]: the caller is counted and the mutex released; sleep now.
+const BEGIN_SLEEP: c_int = -1;
+/// [`scalelock_cond_wait_begin`]: glibc serves this condvar; call `Wait::real`.
+const BEGIN_GLIBC: c_int = -2;
+
+/// The start of a condvar wait, called by `cond_wait.c` before cancellation is enabled: checks
+/// the arguments, routes, and for scalelock's condvar counts the caller as a waiter, reads the
+/// sequence and releases the mutex. Returns a result for the program (`>= 0`), [`BEGIN_SLEEP`]
+/// or [`BEGIN_GLIBC`]; `w` is filled for the latter two.
+///
+/// # Safety
+/// The arguments of the `pthread_cond_*wait` being served; `w` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn scalelock_cond_wait_begin(
+    c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
-    clock: Option<Clock>,
+    kind: c_int,
+    clockid: clockid_t,
     abstime: *const timespec,
     caller: usize,
+    w: *mut Wait,
 ) -> c_int {
+    if c.is_null() || m.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    let cv = match unsafe { route(c) } {
+        Route::Ours(cv) => cv,
+        // SAFETY: `m` is initialised (the caller's promise).
+        Route::Glibc if unsafe { !glibc_can_wait_with(m) } => return libc::EINVAL,
+        Route::Glibc => {
+            let real = match kind {
+                KIND_WAIT => real::address(real::Idx::cond_wait),
+                KIND_TIMEDWAIT => real::address(real::Idx::cond_timedwait),
+                KIND_CLOCKWAIT => real::address(real::Idx::cond_clockwait),
+                _ => return libc::EINVAL,
+            };
+            if real == 0 {
+                return libc::ENOSYS;
+            }
+            // SAFETY: `w` is writable (the caller's promise); only `real` is read back.
+            unsafe { (*w).real = real };
+            return BEGIN_GLIBC;
+        }
+        Route::Unavailable => return libc::EAGAIN,
+    };
+    let clock = match kind {
+        KIND_WAIT => None,
+        KIND_TIMEDWAIT => Some(cv.clock()),
+        KIND_CLOCKWAIT => match clock_of(clockid) {
+            Some(clock) => Some(clock),
+            None => return libc::EINVAL,
+        },
+        _ => return libc::EINVAL,
+    };
     let deadline = match clock {
         None => None,
         Some(clock) => {
@@ -259,121 +347,122 @@ unsafe fn wait_on(
             }
         }
     };
+    cv.waiters.fetch_add(1, Ordering::Relaxed);
+    // Read while the mutex is still held: see the module comment.
+    let expected = cv.seq.load(Ordering::Relaxed);
     // SAFETY: the caller's promise.
-    unsafe { cv.wait(m, deadline.as_ref(), caller) }
+    let released = match unsafe { release_for_wait(m) } {
+        Ok(r) => r,
+        Err(e) => {
+            cv.leave();
+            return e;
+        }
+    };
+    let (op, ts) = sleep_op(deadline.as_ref());
+    // SAFETY: `w` is writable (the caller's promise).
+    unsafe {
+        w.write(Wait {
+            word: &cv.seq,
+            expected,
+            op,
+            deadline: ts,
+            timed: c_int::from(deadline.is_some()),
+            real: 0,
+            cond: cv,
+            mutex: m,
+            released,
+            caller,
+        })
+    };
+    BEGIN_SLEEP
 }
 
-/// Whether glibc's condvar can wait with `m`: only if glibc serves `m` too (glibc's wait
-/// re-takes the mutex with its internal functions). A process-shared condvar used with a private
-/// mutex that scalelock serves gets `EINVAL`.
+/// The end of a wait that [`scalelock_cond_wait_begin`] started: leaves the condvar and
+/// re-takes the mutex. `err` is the sleep's errno (0 after a wake-up).
 ///
 /// # Safety
-/// `m` is non-null and points at an initialised `pthread_mutex_t`.
-unsafe fn glibc_can_wait_with(m: *mut pthread_mutex_t) -> bool {
-    // SAFETY: the caller's promise.
-    mode() == Mode::Glibc || unsafe { crate::mutex::served_by_glibc(m) }
+/// `w` was filled by a [`scalelock_cond_wait_begin`] that returned [`BEGIN_SLEEP`], and is
+/// ended once (by this or by [`scalelock_cond_wait_cancelled`]).
+#[no_mangle]
+pub unsafe extern "C" fn scalelock_cond_wait_end(w: *mut Wait, err: c_int) -> c_int {
+    // SAFETY: the caller's promise: `w` is initialised and its condvar is live while this
+    // thread is counted among its waiters.
+    let w = unsafe { w.read() };
+    // SAFETY: as above.
+    unsafe { (*w.cond).leave() };
+    // From here on the condvar may be destroyed: it is not touched again.
+    // SAFETY: `w.mutex` was released by `scalelock_cond_wait_begin`.
+    let r = unsafe { reacquire_after_wait(w.mutex, w.released, w.caller) };
+    if r != 0 {
+        r
+    } else if err == libc::ETIMEDOUT {
+        libc::ETIMEDOUT
+    } else {
+        0
+    }
 }
 
-entry_with_caller! {
-    /// `pthread_cond_wait`.
+/// The cleanup handler of a cancelled wait (pushed by `cond_wait.c`): passes on a wake-up this
+/// thread may have taken, leaves the condvar and re-takes the mutex, so the program's cleanup
+/// handlers run with the mutex held, as POSIX requires.
+///
+/// # Safety
+/// As for [`scalelock_cond_wait_end`]; `w` points at a [`Wait`].
+#[no_mangle]
+pub unsafe extern "C" fn scalelock_cond_wait_cancelled(w: *mut core::ffi::c_void) {
+    let w = w.cast::<Wait>();
+    // SAFETY: the caller's promise.
+    let cv = unsafe { &*(*w).cond };
+    // SAFETY: as above.
+    if cv.seq.load(Ordering::Relaxed) != unsafe { (*w).expected } {
+        // A signal may have picked this thread: another sleeper gets the wake-up (at worst a
+        // spurious one, which every condvar user tolerates).
+        futex::wake(&cv.seq, 1);
+    }
+    // SAFETY: the caller's promise; the program learns nothing of the result (it is being
+    // cancelled), and an error here means its mutex was not ours to take.
+    unsafe { scalelock_cond_wait_end(w, 0) };
+}
+
+extern "C-unwind" {
+    fn scalelock_c_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int;
+    fn scalelock_c_cond_timedwait(
+        c: *mut pthread_cond_t,
+        m: *mut pthread_mutex_t,
+        abstime: *const timespec,
+    ) -> c_int;
+    fn scalelock_c_cond_clockwait(
+        c: *mut pthread_cond_t,
+        m: *mut pthread_mutex_t,
+        clockid: clockid_t,
+        abstime: *const timespec,
+    ) -> c_int;
+}
+
+entry_in_c! {
+    /// `pthread_cond_wait`: a cancellation point (see the module's "Cancellation").
     ///
     /// # Safety
     /// `c` and `m` point at initialised objects; the caller holds `m`.
-    pub fn pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int = cond_wait_from, "rdx";
+    pub fn pthread_cond_wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t) -> c_int = scalelock_c_cond_wait;
 }
 
-/// The body of [`pthread_cond_wait`], called with the caller's return address.
-///
-/// # Safety
-/// As for [`pthread_cond_wait`].
-unsafe extern "C" fn cond_wait_from(
-    c: *mut pthread_cond_t,
-    m: *mut pthread_mutex_t,
-    caller: usize,
-) -> c_int {
-    if c.is_null() || m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(c) } {
-        // SAFETY: the caller's promise.
-        Route::Ours(cv) => unsafe { wait_on(cv, m, None, core::ptr::null(), caller) },
-        // SAFETY: pass-through; `m` is initialised (the caller's promise).
-        Route::Glibc if unsafe { !glibc_can_wait_with(m) } => libc::EINVAL,
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::cond_wait(c, m) },
-        Route::Unavailable => libc::EAGAIN,
-    }
-}
-
-entry_with_caller! {
-    /// `pthread_cond_timedwait`: `abstime` on the condattr clock; `ETIMEDOUT`, `EINVAL`.
+entry_in_c! {
+    /// `pthread_cond_timedwait`: `abstime` on the condattr clock; `ETIMEDOUT`, `EINVAL`; a
+    /// cancellation point.
     ///
     /// # Safety
     /// As for [`pthread_cond_wait`]; `abstime` is null or readable.
-    pub fn pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, abstime: *const timespec) -> c_int = cond_timedwait_from, "rcx";
+    pub fn pthread_cond_timedwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, abstime: *const timespec) -> c_int = scalelock_c_cond_timedwait;
 }
 
-/// The body of [`pthread_cond_timedwait`], called with the caller's return address.
-///
-/// # Safety
-/// As for [`pthread_cond_timedwait`].
-unsafe extern "C" fn cond_timedwait_from(
-    c: *mut pthread_cond_t,
-    m: *mut pthread_mutex_t,
-    abstime: *const timespec,
-    caller: usize,
-) -> c_int {
-    if c.is_null() || m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(c) } {
-        // SAFETY: the caller's promise.
-        Route::Ours(cv) => unsafe { wait_on(cv, m, Some(cv.clock()), abstime, caller) },
-        // SAFETY: `m` is initialised (the caller's promise).
-        Route::Glibc if unsafe { !glibc_can_wait_with(m) } => libc::EINVAL,
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::cond_timedwait(c, m, abstime) },
-        Route::Unavailable => libc::EAGAIN,
-    }
-}
-
-entry_with_caller! {
-    /// `pthread_cond_clockwait`: `abstime` on `clockid` (`CLOCK_MONOTONIC` or `CLOCK_REALTIME`).
+entry_in_c! {
+    /// `pthread_cond_clockwait`: `abstime` on `clockid` (`CLOCK_MONOTONIC` or
+    /// `CLOCK_REALTIME`); a cancellation point.
     ///
     /// # Safety
     /// As for [`pthread_cond_timedwait`].
-    pub fn pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, clockid: clockid_t, abstime: *const timespec) -> c_int = cond_clockwait_from, "r8";
-}
-
-/// The body of [`pthread_cond_clockwait`], called with the caller's return address.
-///
-/// # Safety
-/// As for [`pthread_cond_clockwait`].
-unsafe extern "C" fn cond_clockwait_from(
-    c: *mut pthread_cond_t,
-    m: *mut pthread_mutex_t,
-    clockid: clockid_t,
-    abstime: *const timespec,
-    caller: usize,
-) -> c_int {
-    if c.is_null() || m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(c) } {
-        Route::Ours(cv) => match clock_of(clockid) {
-            // SAFETY: the caller's promise.
-            Some(clock) => unsafe { wait_on(cv, m, Some(clock), abstime, caller) },
-            None => libc::EINVAL,
-        },
-        // SAFETY: `m` is initialised (the caller's promise).
-        Route::Glibc if unsafe { !glibc_can_wait_with(m) } => libc::EINVAL,
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::cond_clockwait(c, m, clockid, abstime) },
-        Route::Unavailable => libc::EAGAIN,
-    }
+    pub fn pthread_cond_clockwait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, clockid: clockid_t, abstime: *const timespec) -> c_int = scalelock_c_cond_clockwait;
 }
 
 /// `pthread_cond_signal`.

@@ -85,6 +85,32 @@ macro_rules! entry_with_caller {
     };
 }
 
+/// Defines an exported C entry point that is implemented in C (`csrc/`), for functions through
+/// which glibc's forced unwind (thread cancellation) may pass: no Rust frame may be unwound.
+///
+/// With `cfg(caller_trampolines)` the entry point is a single jump to `$c` (no frame of its own;
+/// `$c` sees the program's return address as its own). Elsewhere it is a plain `"C-unwind"` call,
+/// whose frame holds nothing to drop (a plain old frame, which a forced unwind may cross).
+macro_rules! entry_in_c {
+    ($(#[$attr:meta])* pub fn $name:ident($($arg:ident: $ty:ty),*) -> c_int = $c:ident;) => {
+        $(#[$attr])*
+        #[cfg(caller_trampolines)]
+        #[unsafe(naked)]
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name($($arg: $ty),*) -> core::ffi::c_int {
+            core::arch::naked_asm!("jmp {c}", c = sym $c)
+        }
+
+        $(#[$attr])*
+        #[cfg(not(caller_trampolines))]
+        #[no_mangle]
+        pub unsafe extern "C-unwind" fn $name($($arg: $ty),*) -> core::ffi::c_int {
+            // SAFETY: the same contract as `$c`'s.
+            unsafe { $c($($arg),*) }
+        }
+    };
+}
+
 pub mod cond;
 pub mod config;
 mod malloc;

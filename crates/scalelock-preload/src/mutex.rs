@@ -274,6 +274,7 @@ fn spin_until(raw: &RawMutex, deadline: &Deadline) -> bool {
 }
 
 /// What a condvar wait must restore when it re-takes the mutex.
+#[repr(C)]
 pub(crate) struct Released {
     depth: u32,
 }

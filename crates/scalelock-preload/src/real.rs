@@ -22,10 +22,11 @@ static RESOLVER: AtomicU64 = AtomicU64::new(0);
 
 macro_rules! real_fns {
     ($( $fname:ident = $sym:literal $(@ $ver:literal)? ( $($arg:ident : $ty:ty),* ); )*) => {
-        #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
+        /// One of glibc's functions, for [`address`].
+        #[allow(non_camel_case_types, clippy::upper_case_acronyms, dead_code)]
         #[derive(Clone, Copy)]
         #[repr(usize)]
-        enum Idx { $($fname,)* COUNT }
+        pub(crate) enum Idx { $($fname,)* COUNT }
 
         /// (symbol, version) of each function, in `Idx` order.
         const SYMBOLS: [(&CStr, Option<&CStr>); Idx::COUNT as usize] = [
@@ -40,7 +41,7 @@ macro_rules! real_fns {
             ///
             /// # Safety
             /// As for the glibc function; [`available`] must have returned true.
-            #[allow(clippy::missing_safety_doc)]
+            #[allow(clippy::missing_safety_doc, dead_code)]
             pub(crate) unsafe fn $fname($($arg: $ty),*) -> c_int {
                 let p = TABLE.get(Idx::$fname as usize).map_or(0, |a| a.load(Ordering::Relaxed));
                 if p == 0 {
@@ -96,6 +97,16 @@ real_fns! {
     rwlock_clockwrlock = c"pthread_rwlock_clockwrlock"(
         l: *mut pthread_rwlock_t, c: clockid_t, t: *const timespec);
     rwlock_unlock = c"pthread_rwlock_unlock"(l: *mut pthread_rwlock_t);
+}
+
+/// The address of glibc's function `f` (0 if this glibc lacks it), for C code that must call it
+/// without a Rust frame in between (a cancellation point unwinds through its caller).
+///
+/// [`available`] must have returned true.
+pub(crate) fn address(f: Idx) -> usize {
+    TABLE
+        .get(f as usize)
+        .map_or(0, |a| a.load(Ordering::Relaxed))
 }
 
 fn self_id() -> u64 {

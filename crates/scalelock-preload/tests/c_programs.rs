@@ -66,6 +66,11 @@ fn condvar_producer_consumer_both_clocks_timeouts_destroy() {
 }
 
 #[test]
+fn condvar_waits_are_cancellation_points() {
+    all_ways("cancel");
+}
+
+#[test]
 fn fork_child_uses_locks_and_process_shared_passes_through() {
     all_ways("fork");
 }
