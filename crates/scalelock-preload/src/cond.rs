@@ -62,7 +62,7 @@
 //! cross. It makes the same `FUTEX_WAIT_BITSET` call as `scalelock::wait::futex::wait`.
 
 use crate::config::{mode, Mode};
-use crate::mutex::{clock_of, reacquire_after_wait, release_for_wait, Released};
+use crate::mutex::{clock_of, deadline_of, reacquire_after_wait, release_for_wait, Released};
 use crate::real;
 use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
@@ -341,7 +341,7 @@ pub unsafe extern "C" fn scalelock_cond_wait_begin(
                 return libc::EINVAL;
             }
             // SAFETY: non-null timespec from the caller, read once.
-            match Deadline::from_timespec(clock, unsafe { abstime.read() }) {
+            match deadline_of(clock, unsafe { abstime.read() }) {
                 Some(d) => Some(d),
                 None => return libc::EINVAL,
             }

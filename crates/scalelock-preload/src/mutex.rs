@@ -213,7 +213,7 @@ impl Mutex {
             return libc::EINVAL;
         }
         // SAFETY: non-null `timespec` from the caller, read once.
-        let Some(deadline) = Deadline::from_timespec(clock, unsafe { ts.read() }) else {
+        let Some(deadline) = deadline_of(clock, unsafe { ts.read() }) else {
             return libc::EINVAL;
         };
         let acquired = if mode() == Mode::Spin {
@@ -491,6 +491,21 @@ unsafe extern "C" fn mutex_timedlock_from(
 }
 
 /// Maps a `clockid_t` a timed lock may use; `None` (`EINVAL`) for any other clock.
+/// The deadline of a timed call, as glibc reads it: `None` (`EINVAL`) for nanoseconds outside
+/// `0..1_000_000_000`; a negative second is a deadline long past (`ETIMEDOUT`), not an error.
+pub(crate) fn deadline_of(clock: Clock, ts: timespec) -> Option<Deadline> {
+    if ts.tv_sec < 0 && (0..1_000_000_000).contains(&ts.tv_nsec) {
+        return Deadline::from_timespec(
+            clock,
+            timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+        );
+    }
+    Deadline::from_timespec(clock, ts)
+}
+
 pub(crate) fn clock_of(clockid: clockid_t) -> Option<Clock> {
     match clockid {
         libc::CLOCK_MONOTONIC => Some(Clock::Monotonic),

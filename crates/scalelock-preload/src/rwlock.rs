@@ -8,7 +8,7 @@
 //!          __wrphase_futex,         spin estimate, sleeping writers); all-zero is unlocked
 //!          __writers_futex
 //!  16..24  __pad3, __pad4           writer: pthread_self() of the write holder, 0 otherwise
-//!  24..28  __cur_writer             unused (zero)
+//!  24..28  __cur_writer             spinning_writers: writers waiting under SCALELOCK_LOCK=spin
 //!  28..32  __shared                 non-zero: process-shared. Written only by glibc's own
 //!                                   pthread_rwlock_init; set means "glibc's rwlock": pass through
 //!  32..48  __rwelision, __pad1/2    unused (zero)
@@ -31,7 +31,7 @@
 //! the caller (which must hold it) is the writer; otherwise it is a reader.
 
 use crate::config::{mode, Mode};
-use crate::mutex::{clock_of, me};
+use crate::mutex::{clock_of, deadline_of, me};
 use crate::real;
 use crate::stats;
 use core::ffi::c_int;
@@ -46,7 +46,7 @@ use scalelock::RawRwLock;
 pub(crate) struct RwLock {
     raw: RawRwLock,
     writer: AtomicU64,
-    _unused_24: AtomicI32,
+    spinning_writers: AtomicU32,
     shared: AtomicI32,
     _unused_32: [AtomicU64; 2],
     kind: AtomicI32,
@@ -110,22 +110,22 @@ unsafe fn wait_of(clock: Option<Clock>, ts: *const timespec) -> Wait {
         None => Wait::Forever,
         Some(_) if ts.is_null() => Wait::Invalid,
         // SAFETY: non-null, readable (the caller's promise).
-        Some(c) => match Deadline::from_timespec(c, unsafe { ts.read() }) {
+        Some(c) => match deadline_of(c, unsafe { ts.read() }) {
             Some(d) => Wait::Until(d),
             None => Wait::Invalid,
         },
     }
 }
 
-/// A timed acquisition under `SCALELOCK_LOCK=spin`, where the library's own timed waits would
-/// spin past their deadline: retry `try_take` until it succeeds or the deadline passes.
-fn spin_until(deadline: &Deadline, try_take: impl Fn() -> bool) -> bool {
+/// An acquisition under `SCALELOCK_LOCK=spin`, where the library's own timed waits would spin
+/// past their deadline: retry `try_take` until it succeeds or the deadline (if any) passes.
+fn spin_until(deadline: Option<&Deadline>, try_take: impl Fn() -> bool) -> bool {
     let mut spinner = Spinner::new(SpinBudget::Unbounded);
     loop {
         if try_take() {
             return true;
         }
-        if deadline.has_passed() {
+        if deadline.is_some_and(Deadline::has_passed) {
             return false;
         }
         spinner.spin();
@@ -145,7 +145,10 @@ impl RwLock {
         if self.recursive_reads() {
             self.raw.try_lock_shared_recursive()
         } else {
-            self.raw.try_lock_shared()
+            // Under SCALELOCK_LOCK=spin a waiting writer never marks the lock word (it never
+            // sleeps): it counts itself in `spinning_writers`, and a non-recursive reader stays
+            // out, as it does for a sleeping writer.
+            self.spinning_writers.load(Ordering::Relaxed) == 0 && self.raw.try_lock_shared()
         }
     }
 
@@ -156,6 +159,12 @@ impl RwLock {
     /// # Safety
     /// `ts` is null or readable.
     unsafe fn read(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
+        // As glibc: a bad deadline is refused before anything else, even for a free lock.
+        // SAFETY: the caller's promise.
+        let wait = unsafe { wait_of(clock, ts) };
+        if let Wait::Invalid = wait {
+            return libc::EINVAL;
+        }
         if self.writer.load(Ordering::Relaxed) == me() {
             return libc::EDEADLK;
         }
@@ -164,9 +173,11 @@ impl RwLock {
             return 0;
         }
         let recursive = self.recursive_reads();
-        // SAFETY: the caller's promise.
-        let ok = match unsafe { wait_of(clock, ts) } {
+        let ok = match wait {
             Wait::Invalid => return libc::EINVAL,
+            Wait::Forever if mode() == Mode::Spin && !recursive => {
+                stats::waiting_at(caller, || spin_until(None, || self.try_read()))
+            }
             Wait::Forever => {
                 stats::waiting_at(caller, || {
                     if recursive {
@@ -177,7 +188,7 @@ impl RwLock {
                 });
                 true
             }
-            Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_read()),
+            Wait::Until(d) if mode() == Mode::Spin => spin_until(Some(&d), || self.try_read()),
             Wait::Until(d) if recursive => {
                 stats::waiting_at(caller, || self.raw.try_lock_shared_recursive_until(&d))
             }
@@ -194,19 +205,34 @@ impl RwLock {
     /// # Safety
     /// `ts` is null or readable.
     unsafe fn write(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
+        // SAFETY: the caller's promise.
+        let wait = unsafe { wait_of(clock, ts) };
+        if let Wait::Invalid = wait {
+            return libc::EINVAL;
+        }
         let me = me();
         if self.writer.load(Ordering::Relaxed) == me {
             return libc::EDEADLK;
         }
         if !self.try_write() {
-            // SAFETY: the caller's promise.
-            let ok = match unsafe { wait_of(clock, ts) } {
+            let ok = match wait {
                 Wait::Invalid => return libc::EINVAL,
+                Wait::Forever if mode() == Mode::Spin => {
+                    self.spinning_writers.fetch_add(1, Ordering::Relaxed);
+                    stats::waiting_at(caller, || self.raw.lock_exclusive());
+                    self.spinning_writers.fetch_sub(1, Ordering::Relaxed);
+                    true
+                }
                 Wait::Forever => {
                     stats::waiting_at(caller, || self.raw.lock_exclusive());
                     true
                 }
-                Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_write()),
+                Wait::Until(d) if mode() == Mode::Spin => {
+                    self.spinning_writers.fetch_add(1, Ordering::Relaxed);
+                    let ok = spin_until(Some(&d), || self.try_write());
+                    self.spinning_writers.fetch_sub(1, Ordering::Relaxed);
+                    ok
+                }
                 Wait::Until(d) => {
                     stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d))
                 }
@@ -232,7 +258,8 @@ impl RwLock {
             unsafe { self.raw.unlock_shared() };
             0
         } else {
-            libc::EPERM
+            // Not held: as glibc, success, and the lock is left as it is.
+            0
         }
     }
 }
@@ -276,7 +303,8 @@ pub unsafe extern "C" fn pthread_rwlock_init(
     0
 }
 
-/// `pthread_rwlock_destroy`: `EBUSY` if held.
+/// `pthread_rwlock_destroy`: 0, as glibc's, even for a held lock (glibc checks nothing, and
+/// programs destroy locks still read-held by threads that have exited).
 ///
 /// # Safety
 /// `l` points at an initialised `pthread_rwlock_t`.
@@ -287,7 +315,6 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_i
     }
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
-        Route::Ours(rw) if rw.raw.is_locked() => libc::EBUSY,
         Route::Ours(_) => 0,
         // SAFETY: pass-through.
         Route::Glibc => unsafe { real::rwlock_destroy(l) },

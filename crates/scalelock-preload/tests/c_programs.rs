@@ -70,6 +70,57 @@ fn condvar_waits_are_cancellation_points() {
     all_ways("cancel");
 }
 
+/// `glibc_same.c` prints the result of every call whose result POSIX leaves open (destroying
+/// held objects, unlocking what the caller does not hold, bad and past deadlines, other clocks,
+/// a reader arriving while a writer waits); the library must print exactly what glibc prints,
+/// in every mode.
+#[test]
+fn results_where_posix_leaves_them_open_are_glibcs() {
+    let exe = compile("glibc_same");
+    let lib = preload_lib();
+    let glibc = run_program(
+        &exe,
+        &Run {
+            preload: None,
+            mode: None,
+            expect: "none",
+            env: &[],
+        },
+    );
+    for (mode, expect) in [
+        (None, "scalelock"),
+        (Some("spin"), "spin"),
+        (Some("glibc"), "glibc"),
+    ] {
+        let ours = run_program(
+            &exe,
+            &Run {
+                preload: Some(&lib),
+                mode,
+                expect,
+                env: &[],
+            },
+        );
+        let (g, o): (Vec<_>, Vec<_>) = (
+            glibc.stdout.lines().collect(),
+            ours.stdout.lines().collect(),
+        );
+        let differences: Vec<String> = g
+            .iter()
+            .zip(&o)
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("  glibc: {a}\n  ours:  {b}"))
+            .collect();
+        assert!(
+            differences.is_empty() && g.len() == o.len(),
+            "SCALELOCK_LOCK={mode:?} differs from glibc ({} lines vs {}):\n{}",
+            o.len(),
+            g.len(),
+            differences.join("\n")
+        );
+    }
+}
+
 #[test]
 fn fork_child_uses_locks_and_process_shared_passes_through() {
     all_ways("fork");
