@@ -117,17 +117,26 @@ unsafe fn wait_of(clock: Option<Clock>, ts: *const timespec) -> Wait {
     }
 }
 
-/// An acquisition under `SCALELOCK_LOCK=spin`, where the library's own timed waits would spin
-/// past their deadline: retry `try_take` until it succeeds or the deadline (if any) passes.
-fn spin_until(deadline: Option<&Deadline>, try_take: impl Fn() -> bool) -> bool {
+/// A timed acquisition under `SCALELOCK_LOCK=spin`, where the library's own timed waits would
+/// spin past their deadline: retry `try_take` until it succeeds or the deadline passes.
+fn spin_until(deadline: &Deadline, try_take: impl Fn() -> bool) -> bool {
     let mut spinner = Spinner::new(SpinBudget::Unbounded);
     loop {
         if try_take() {
             return true;
         }
-        if deadline.is_some_and(Deadline::has_passed) {
+        if deadline.has_passed() {
             return false;
         }
+        spinner.spin();
+    }
+}
+
+/// A non-recursive read under `SCALELOCK_LOCK=spin`: scalelock's own read would not see the
+/// writers counted in `spinning_writers`, so retry [`RwLock::try_read`] (which does).
+fn spin_read(rw: &RwLock) {
+    let mut spinner = Spinner::new(SpinBudget::Unbounded);
+    while !rw.try_read() {
         spinner.spin();
     }
 }
@@ -176,7 +185,8 @@ impl RwLock {
         let ok = match wait {
             Wait::Invalid => return libc::EINVAL,
             Wait::Forever if mode() == Mode::Spin && !recursive => {
-                stats::waiting_at(caller, || spin_until(None, || self.try_read()))
+                stats::waiting_at(caller, || spin_read(self));
+                true
             }
             Wait::Forever => {
                 stats::waiting_at(caller, || {
@@ -188,7 +198,7 @@ impl RwLock {
                 });
                 true
             }
-            Wait::Until(d) if mode() == Mode::Spin => spin_until(Some(&d), || self.try_read()),
+            Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_read()),
             Wait::Until(d) if recursive => {
                 stats::waiting_at(caller, || self.raw.try_lock_shared_recursive_until(&d))
             }
@@ -215,28 +225,25 @@ impl RwLock {
             return libc::EDEADLK;
         }
         if !self.try_write() {
+            // Under SCALELOCK_LOCK=spin a waiting writer makes itself seen (see `try_read`).
+            let spinning = mode() == Mode::Spin;
+            if spinning {
+                self.spinning_writers.fetch_add(1, Ordering::Relaxed);
+            }
             let ok = match wait {
-                Wait::Invalid => return libc::EINVAL,
-                Wait::Forever if mode() == Mode::Spin => {
-                    self.spinning_writers.fetch_add(1, Ordering::Relaxed);
-                    stats::waiting_at(caller, || self.raw.lock_exclusive());
-                    self.spinning_writers.fetch_sub(1, Ordering::Relaxed);
-                    true
-                }
+                Wait::Invalid => false, // refused above
                 Wait::Forever => {
                     stats::waiting_at(caller, || self.raw.lock_exclusive());
                     true
                 }
-                Wait::Until(d) if mode() == Mode::Spin => {
-                    self.spinning_writers.fetch_add(1, Ordering::Relaxed);
-                    let ok = spin_until(Some(&d), || self.try_write());
-                    self.spinning_writers.fetch_sub(1, Ordering::Relaxed);
-                    ok
-                }
+                Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_write()),
                 Wait::Until(d) => {
                     stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d))
                 }
             };
+            if spinning {
+                self.spinning_writers.fetch_sub(1, Ordering::Relaxed);
+            }
             if !ok {
                 return libc::ETIMEDOUT;
             }
