@@ -16,7 +16,8 @@
 //!                                             by glibc's own pthread_mutex_init; any of them
 //!                                             set means "glibc's mutex": pass through.
 //!  20..24  __spins, __elision    count: recursion depth (recursive mutexes)
-//!  24..40  __list                unused (zero)
+//!  24..40  __list                hold: the hold being timed while lockstat records
+//!                                (start, call site; see `stats::Hold`), else zero
 //! ```
 //!
 //! Normal and adaptive mutexes are scalelock's mutex as is (scalelock's mutex adapts its spinning
@@ -41,7 +42,7 @@ pub(crate) struct Mutex {
     owner: AtomicU64,
     kind: AtomicI32,
     count: AtomicU32,
-    _unused: [AtomicU64; 2],
+    hold: stats::Hold,
 }
 
 const _: () = {
@@ -52,6 +53,7 @@ const _: () = {
     assert!(offset_of!(Mutex, owner) == 8);
     assert!(offset_of!(Mutex, kind) == 16);
     assert!(offset_of!(Mutex, count) == 20);
+    assert!(offset_of!(Mutex, hold) == 24);
 };
 
 const TYPE_MASK: i32 = 3;
@@ -129,6 +131,7 @@ impl Mutex {
             stats::waiting_at(caller, || self.raw.lock());
         }
         stats::acquired(self.addr(), caller);
+        self.hold.begin(caller);
     }
 
     #[inline]
@@ -181,6 +184,7 @@ impl Mutex {
             return libc::EBUSY;
         }
         stats::acquired(self.addr(), caller);
+        self.hold.begin(caller);
         self.acquired(ty);
         0
     }
@@ -206,6 +210,7 @@ impl Mutex {
         // As glibc: a free mutex is taken without looking at the deadline.
         if self.raw.try_lock() {
             stats::acquired(self.addr(), caller);
+            self.hold.begin(caller);
             self.acquired(ty);
             return 0;
         }
@@ -225,6 +230,7 @@ impl Mutex {
             return libc::ETIMEDOUT;
         }
         stats::acquired(self.addr(), caller);
+        self.hold.begin(caller);
         self.acquired(ty);
         0
     }
@@ -243,11 +249,13 @@ impl Mutex {
                 }
                 self.count.store(0, Ordering::Relaxed);
                 self.owner.store(0, Ordering::Relaxed);
+                self.hold.end(self.addr());
                 // SAFETY: this thread owns the mutex (checked above).
                 unsafe { self.raw.unlock() };
                 0
             }
             _ => {
+                self.hold.end(self.addr());
                 // SAFETY: POSIX makes unlocking a normal mutex one does not hold undefined; for
                 // scalelock's mutex it only clears the state word (see the module comment).
                 unsafe { self.raw.unlock() };
@@ -296,6 +304,7 @@ pub(crate) unsafe fn release_for_wait(m: *mut pthread_mutex_t) -> Result<Release
                 mx.count.store(0, Ordering::Relaxed);
                 mx.owner.store(0, Ordering::Relaxed);
             }
+            mx.hold.end(mx.addr());
             // SAFETY: the caller of pthread_cond_wait holds the mutex (checked for the types
             // that can check it).
             unsafe { mx.raw.unlock() };

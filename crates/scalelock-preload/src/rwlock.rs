@@ -11,7 +11,8 @@
 //!  24..28  __cur_writer             spinning_writers: writers waiting under SCALELOCK_LOCK=spin
 //!  28..32  __shared                 non-zero: process-shared. Written only by glibc's own
 //!                                   pthread_rwlock_init; set means "glibc's rwlock": pass through
-//!  32..48  __rwelision, __pad1/2    unused (zero)
+//!  32..48  __rwelision, __pad1/2    hold: the hold being timed while lockstat records (the
+//!                                   writer's, or one reader's; see `stats::Hold`), else zero
 //!  48..52  __flags                  kind, as glibc and its static initialisers define it:
 //!                                   0 prefer readers (default), 1 prefer writers (glibc treats
 //!                                   it as 0), 2 prefer writers, non-recursive
@@ -48,7 +49,7 @@ pub(crate) struct RwLock {
     writer: AtomicU64,
     spinning_writers: AtomicU32,
     shared: AtomicI32,
-    _unused_32: [AtomicU64; 2],
+    hold: stats::Hold,
     kind: AtomicI32,
     _unused_52: AtomicU32,
 }
@@ -60,6 +61,7 @@ const _: () = {
     assert!(size_of::<RawRwLock>() == 16);
     assert!(offset_of!(RwLock, writer) == 16);
     assert!(offset_of!(RwLock, shared) == 28);
+    assert!(offset_of!(RwLock, hold) == 32);
     assert!(offset_of!(RwLock, kind) == 48);
 };
 
@@ -179,6 +181,7 @@ impl RwLock {
         }
         if self.try_read() {
             stats::acquired(self.addr(), caller);
+            self.hold.begin_shared();
             return 0;
         }
         let recursive = self.recursive_reads();
@@ -206,6 +209,7 @@ impl RwLock {
         };
         if ok {
             stats::acquired(self.addr(), caller);
+            self.hold.begin_shared();
             0
         } else {
             libc::ETIMEDOUT
@@ -249,6 +253,7 @@ impl RwLock {
             }
         }
         stats::acquired(self.addr(), caller);
+        self.hold.begin(caller);
         self.writer.store(me, Ordering::Relaxed);
         0
     }
@@ -256,11 +261,13 @@ impl RwLock {
     fn unlock(&self) -> c_int {
         if self.raw.is_locked_exclusive() {
             self.writer.store(0, Ordering::Relaxed);
+            self.hold.end(self.addr());
             // SAFETY: held for writing, and the caller holds it (POSIX's precondition), so the
             // caller is the writer.
             unsafe { self.raw.unlock_exclusive() };
             0
         } else if self.raw.is_locked() {
+            self.hold.end_shared(self.addr());
             // SAFETY: held, not for writing: the caller holds one of the read locks.
             unsafe { self.raw.unlock_shared() };
             0
@@ -375,6 +382,7 @@ unsafe extern "C" fn rwlock_tryrdlock_from(l: *mut pthread_rwlock_t, caller: usi
     match unsafe { route(l) } {
         Route::Ours(rw) if rw.try_read() => {
             stats::acquired(rw.addr(), caller);
+            rw.hold.begin_shared();
             0
         }
         Route::Ours(_) => libc::EBUSY,
@@ -494,6 +502,7 @@ unsafe extern "C" fn rwlock_trywrlock_from(l: *mut pthread_rwlock_t, caller: usi
     match unsafe { route(l) } {
         Route::Ours(rw) if rw.try_write() => {
             stats::acquired(rw.addr(), caller);
+            rw.hold.begin(caller);
             rw.writer.store(me(), Ordering::Relaxed);
             0
         }

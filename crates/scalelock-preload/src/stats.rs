@@ -9,10 +9,18 @@
 //! process exits, and when it dies of a SIGINT it had left at its default action (the
 //! `scalelock profile` and Ctrl-C case), to `SCALELOCK_LOCKSTAT_FILE` if set, else to stderr,
 //! `SCALELOCK_LOCKSTAT_TOP` rows per part (default 20). Writing the table allocates nothing.
+//! SIGTERM, left at its default action, writes it too.
+//!
+//! With `SCALELOCK_LOCKSTAT_FORMAT=dump` (what `scalelock profile` asks for) the file gets,
+//! instead of the table, scalelock's machine-readable dump of every entry
+//! ([`scalelock::stats::dump_to_fd`]), then a copy of `/proc/self/maps` between the lines `maps`
+//! and `end`, so that the command can name the addresses from the program's object files after
+//! it has exited. The file is created with mode 0600 and never through a symbolic link.
 
 use crate::config::write_stderr;
-use core::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use scalelock::stats::{self, raw};
+use scalelock::wait::now_ns;
 
 /// Counts an acquisition of the lock at `lock` (nothing while recording is off); the first one
 /// recorded labels the lock with `caller`, so the per-lock table names the function that first
@@ -36,6 +44,74 @@ pub(crate) fn waiting_at<R>(caller: usize, f: impl FnOnce() -> R) -> R {
     raw::with_caller(caller, f)
 }
 
+/// The hold in progress of a lock, for hold times: 16 otherwise unused bytes of the pthread
+/// object (see the drawings in `mutex.rs` and `rwlock.rs`). Zero when no hold is being timed;
+/// written only while recording is on.
+///
+/// A mutex or a write lock has one holder, which times every hold (`site` is its call site). A
+/// read lock has many: one reader at a time claims the slot (`site` is then its `pthread_self()`,
+/// which is never a code address) and its hold counts for the lock only, not for a call site.
+#[repr(C)]
+pub(crate) struct Hold {
+    start_ns: AtomicU64,
+    site: AtomicU64,
+}
+
+impl Hold {
+    /// The sole holder starts a hold acquired at `caller`.
+    #[inline]
+    pub(crate) fn begin(&self, caller: usize) {
+        if raw::enabled() {
+            self.site.store(caller as u64, Ordering::Relaxed);
+            self.start_ns.store(now_ns().max(1), Ordering::Relaxed);
+        }
+    }
+
+    /// The sole holder of `lock` releases it.
+    #[inline]
+    pub(crate) fn end(&self, lock: usize) {
+        if raw::enabled() {
+            let start = self.start_ns.load(Ordering::Relaxed);
+            if start != 0 {
+                self.start_ns.store(0, Ordering::Relaxed);
+                let caller = self.site.load(Ordering::Relaxed) as usize;
+                raw::held(lock, caller, now_ns().saturating_sub(start));
+            }
+        }
+    }
+
+    /// A reader that now holds a read lock times its hold if no other reader does.
+    #[inline]
+    pub(crate) fn begin_shared(&self) {
+        if raw::enabled()
+            && self.start_ns.load(Ordering::Relaxed) == 0
+            && self
+                .start_ns
+                .compare_exchange(0, now_ns().max(1), Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.site.store(thread_id(), Ordering::Relaxed);
+        }
+    }
+
+    /// A reader releases its read lock on `lock`: records the hold if it was timing it.
+    #[inline]
+    pub(crate) fn end_shared(&self, lock: usize) {
+        if raw::enabled() && self.site.load(Ordering::Relaxed) == thread_id() {
+            let start = self.start_ns.load(Ordering::Relaxed);
+            self.site.store(0, Ordering::Relaxed);
+            // Release: the next reader that claims the slot sees `site` cleared.
+            self.start_ns.store(0, Ordering::Release);
+            raw::held(lock, 0, now_ns().saturating_sub(start));
+        }
+    }
+}
+
+fn thread_id() -> u64 {
+    // SAFETY: pthread_self has no preconditions.
+    unsafe { libc::pthread_self() as u64 }
+}
+
 /// The process that arranged the report (a forked child exiting must not overwrite it).
 static OWNER_PID: AtomicI32 = AtomicI32::new(0);
 static WRITTEN: AtomicBool = AtomicBool::new(false);
@@ -55,23 +131,26 @@ pub(crate) fn on_load() {
     OWNER_PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     // SAFETY: registers an `extern "C" fn()` that lives as long as the process.
     unsafe { libc::atexit(write_report) };
-    // SAFETY: sigaction with a zeroed, then filled, struct; the handler only writes the report
-    // (no allocation, no lock) and re-raises with the default action.
-    unsafe {
-        let mut old: libc::sigaction = core::mem::zeroed();
-        if libc::sigaction(libc::SIGINT, core::ptr::null(), &mut old) == 0
-            && old.sa_sigaction == libc::SIG_DFL
-        {
-            let mut act: libc::sigaction = core::mem::zeroed();
-            act.sa_sigaction = on_sigint as extern "C" fn(libc::c_int) as usize;
-            act.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut act.sa_mask);
-            libc::sigaction(libc::SIGINT, &act, core::ptr::null_mut());
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: sigaction with a zeroed, then filled, struct; the handler only writes the
+        // report (no allocation, no lock) and re-raises with the default action.
+        unsafe {
+            let mut old: libc::sigaction = core::mem::zeroed();
+            if libc::sigaction(sig, core::ptr::null(), &mut old) == 0
+                && old.sa_sigaction == libc::SIG_DFL
+            {
+                let mut act: libc::sigaction = core::mem::zeroed();
+                act.sa_sigaction = on_fatal_signal as extern "C" fn(libc::c_int) as usize;
+                act.sa_flags = libc::SA_RESETHAND;
+                libc::sigemptyset(&mut act.sa_mask);
+                libc::sigaction(sig, &act, core::ptr::null_mut());
+            }
         }
     }
 }
 
-extern "C" fn on_sigint(sig: libc::c_int) {
+/// SIGINT or SIGTERM at its default action: the report, then death by the signal.
+extern "C" fn on_fatal_signal(sig: libc::c_int) {
     write_report();
     // SA_RESETHAND restored the default action: die of the signal as the program would have.
     // SAFETY: raise has no preconditions.
@@ -117,8 +196,8 @@ extern "C" fn write_report() {
         let f = unsafe {
             libc::open(
                 path.as_ptr().cast(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-                0o644,
+                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                0o600,
             )
         };
         if f >= 0 {
@@ -129,9 +208,52 @@ extern "C" fn write_report() {
             );
         }
     }
-    stats::report_to_fd(fd, top_rows());
+    if getenv(c"SCALELOCK_LOCKSTAT_FORMAT") == Some(b"dump") {
+        stats::dump_to_fd(fd);
+        copy_maps(fd);
+    } else {
+        stats::report_to_fd(fd, top_rows());
+    }
     if fd != 2 {
         // SAFETY: closing the descriptor opened above.
         unsafe { libc::close(fd) };
+    }
+}
+
+/// Appends `/proc/self/maps` to `fd` between the lines `maps` and `end` (see the module
+/// comment), with a stack buffer.
+fn copy_maps(fd: libc::c_int) {
+    write_all(fd, b"maps\n");
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let maps = unsafe {
+        libc::open(
+            c"/proc/self/maps".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if maps >= 0 {
+        let mut buf = [0u8; 4096];
+        loop {
+            // SAFETY: reads into our own buffer, at most its length.
+            let n = unsafe { libc::read(maps, buf.as_mut_ptr().cast(), buf.len()) };
+            if n <= 0 {
+                break;
+            }
+            write_all(fd, buf.get(..n as usize).unwrap_or(&[]));
+        }
+        // SAFETY: closing the descriptor opened above.
+        unsafe { libc::close(maps) };
+    }
+    write_all(fd, b"end\n");
+}
+
+fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: writes initialised bytes of a live slice.
+        let n = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+        if n <= 0 {
+            return;
+        }
+        bytes = bytes.get(n as usize..).unwrap_or(&[]);
     }
 }

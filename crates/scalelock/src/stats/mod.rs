@@ -75,6 +75,7 @@
 //! stats::disable();
 //! ```
 
+mod dump;
 #[cfg(all(feature = "lockstat", not(loom)))]
 pub(crate) mod hook;
 #[cfg(not(all(feature = "lockstat", not(loom))))]
@@ -324,6 +325,19 @@ pub fn report_to(w: &mut impl std::io::Write) -> std::io::Result<()> {
 pub fn report_to_fd(fd: i32, top: usize) {
     report::write_fd(fd, top);
 }
+
+/// Writes every entry, unsorted and unformatted, to file descriptor `fd` for a reader in another
+/// process (`scalelock profile`); allocation- and lock-free like [`report_to_fd`]. The format is
+/// described in `stats/dump.rs` and starts with the line [`DUMP_MAGIC`].
+///
+/// ```
+/// scalelock::stats::dump_to_fd(2);
+/// ```
+pub fn dump_to_fd(fd: i32) {
+    dump::write_dump_fd(fd);
+}
+
+pub use dump::DUMP_MAGIC;
 
 /// How many rows of each table the exit-time report prints.
 pub const EXIT_REPORT_ROWS: usize = 20;

@@ -1,0 +1,73 @@
+//! A machine-readable dump of every lockstat entry, for a reader in another process: the
+//! `scalelock profile` command names code and data addresses from the program's own object
+//! files after the program has exited, never on a lock path. Allocation-free, like
+//! [`report_to_fd`](super::report_to_fd), so the preload library can write it at exit or from a
+//! signal handler.
+//!
+//! One record per line, fields separated by one space, the free-text field last:
+//!
+//! ```text
+//! scalelock-lockstat-dump 1
+//! interval_ns N
+//! sample_period N
+//! dropped N
+//! lock ADDR COUNTERS LABEL     LABEL: -  |  first CODE  |  name TEXT  |  created LINE FILE
+//! site ADDR COUNTERS SITE      SITE:  unknown  |  addr CODE  |  source LINE FILE
+//! ```
+//!
+//! `ADDR` and `CODE` are hexadecimal (`0x..`); `COUNTERS` are the eleven decimal fields of
+//! [`Counters`](super::Counters) in declaration order, without the histogram: acquisitions,
+//! contended, timeouts, spin_ns, sleeps, handoffs, wait_ns, max_wait_ns, hold_samples, hold_ns,
+//! max_hold_ns.
+
+use super::report::{Counters, FdWriter};
+use super::table::{self, decode_site, Label, SiteKey, StoredLabel, SITE_TOTAL};
+use core::fmt::Write as _;
+use core::sync::atomic::Ordering;
+
+/// The first line of a dump.
+pub const DUMP_MAGIC: &str = "scalelock-lockstat-dump 1";
+
+pub(crate) fn write_dump_fd(fd: i32) {
+    let mut w = FdWriter::new(fd);
+    let _ = writeln!(w, "{DUMP_MAGIC}");
+    let _ = writeln!(w, "interval_ns {}", super::interval_ns());
+    let _ = writeln!(w, "sample_period {}", super::sample_period());
+    let _ = writeln!(w, "dropped {}", table::DROPPED.load(Ordering::Relaxed));
+    for (e, lock, site) in table::entries() {
+        let c = Counters::from_entry(e);
+        if c.acquisitions == 0 && c.contended == 0 && c.hold_samples == 0 {
+            continue;
+        }
+        let kind = if site == SITE_TOTAL { "lock" } else { "site" };
+        let _ = write!(
+            w,
+            "{kind} {lock:#x} {} {} {} {} {} {} {} {} {} {} {} ",
+            c.acquisitions,
+            c.contended,
+            c.timeouts,
+            c.spin_ns,
+            c.sleeps,
+            c.handoffs,
+            c.wait_ns,
+            c.max_wait_ns,
+            c.hold_samples,
+            c.hold_ns,
+            c.max_hold_ns
+        );
+        let _ = match decode_site(site) {
+            SiteKey::Total => match e.label() {
+                None => writeln!(w, "-"),
+                Some(StoredLabel::FirstUser(code)) => writeln!(w, "first {code:#x}"),
+                Some(StoredLabel::Given(Label::Name(n))) => writeln!(w, "name {n}"),
+                Some(StoredLabel::Given(Label::Created(l))) => {
+                    writeln!(w, "created {} {}", l.line(), l.file())
+                }
+            },
+            SiteKey::Unknown => writeln!(w, "unknown"),
+            SiteKey::Address(code) => writeln!(w, "addr {code:#x}"),
+            SiteKey::Location(l) => writeln!(w, "source {} {}", l.line(), l.file()),
+        };
+    }
+    w.flush();
+}
