@@ -3,12 +3,13 @@
 //! ```text
 //! scalelock bench [--workload W,..] [--locks L,..] [--threads 1,2,4,..] [--duration-ms N]
 //!                 [--json FILE] [--csv FILE] [--report DIR] [--quick]
-//! scalelock profile [--top N] -- CMD ARGS..
+//! scalelock profile [--top N] [--sort wait|count|max|hold] [--json FILE] [--stacks N] -- CMD ARGS..
 //! scalelock run --lock KIND [--spin POLICY] -- CMD ARGS..
 //! ```
 
 mod bench;
 mod launch;
+mod profile;
 
 use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use std::ffi::OsString;
@@ -28,15 +29,9 @@ enum Command {
     /// Run every seed scenario against std, parking_lot, spin, glibc pthread and crossbeam;
     /// print a table, write JSON/CSV and an HTML report.
     Bench(BenchArgs),
-    /// Run CMD with the preload library and print its lock statistics when it exits.
-    Profile {
-        /// How many locks to show.
-        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(usize))]
-        top: usize,
-        /// The command and its arguments (after `--`).
-        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
-        cmd: Vec<OsString>,
-    },
+    /// Run CMD with the preload library and print its lock statistics, locks and callers named
+    /// from the program's symbols, when it exits (also when SIGINT or SIGTERM ends it).
+    Profile(ProfileArgs),
     /// Run CMD with the preload library and the chosen lock kind, without profiling.
     Run {
         /// Lock kind to substitute (e.g. scalelock).
@@ -49,6 +44,25 @@ enum Command {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         cmd: Vec<OsString>,
     },
+}
+
+#[derive(clap::Args, Debug)]
+struct ProfileArgs {
+    /// How many rows of each table to show.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(usize))]
+    top: usize,
+    /// What the tables are sorted by.
+    #[arg(long, value_enum, default_value_t = profile::SortKey::Wait)]
+    sort: profile::SortKey,
+    /// Also write the whole report (every row) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Sample the stacks of contended acquisitions and show their top N frames, grouped.
+    #[arg(long, value_name = "N", default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=16))]
+    stacks: u8,
+    /// The command and its arguments (after `--`).
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    cmd: Vec<OsString>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -157,7 +171,15 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Command::Profile { top, cmd } => launch::profile(top, &cmd),
+        Command::Profile(a) => launch::profile(
+            &launch::ProfileOptions {
+                top: a.top,
+                sort: a.sort,
+                json: a.json,
+                stacks: a.stacks.into(),
+            },
+            &a.cmd,
+        ),
         Command::Run { lock, spin, cmd } => launch::run(&lock, spin.as_deref(), &cmd),
     }
 }
@@ -224,6 +246,28 @@ mod tests {
         }
         let cli = Cli::try_parse_from(["scalelock", "profile", "--top", "5", "--", "sleep", "1"])
             .unwrap();
-        assert!(matches!(cli.command, Command::Profile { top: 5, ref cmd } if cmd.len() == 2));
+        assert!(matches!(cli.command, Command::Profile(ref a) if a.top == 5 && a.cmd.len() == 2));
+        let cli = Cli::try_parse_from([
+            "scalelock",
+            "profile",
+            "--sort",
+            "hold",
+            "--json",
+            "p.json",
+            "--stacks",
+            "4",
+            "--",
+            "sleep",
+            "1",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, Command::Profile(ref a)
+            if a.sort == profile::SortKey::Hold && a.stacks == 4 && a.json.is_some()));
+        assert!(
+            Cli::try_parse_from(["scalelock", "profile", "--sort", "x", "--", "true"]).is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["scalelock", "profile", "--stacks", "17", "--", "true"]).is_err()
+        );
     }
 }
