@@ -1,8 +1,7 @@
 //! `scalelock profile` and `scalelock run`: start a command under `libscalelock_preload.so`.
 //!
-//! Both use the library at `$SCALELOCK_PRELOAD_LIB`, else next to their own binary
-//! (`target/release/scalelock` next to `target/release/libscalelock_preload.so`; one folder up
-//! for a binary under `deps/`), else the copy built into this binary (see [`crate::embedded`]).
+//! Both use the library at `$SCALELOCK_PRELOAD_LIB`, else the copy built into this binary (see
+//! [`crate::embedded`]).
 //! The command gets the library added to `LD_PRELOAD` and the configuration in `SCALELOCK_*`
 //! variables; this process waits for it, ignoring the SIGINT that the terminal sends to both (the
 //! command decides what Ctrl-C means) and passing a SIGTERM on to it, and exits with the
@@ -243,8 +242,8 @@ fn lock_env(lock: &str, spin: Option<&str>) -> Result<Vec<(OsString, OsString)>,
     Ok(env)
 }
 
-/// Where the preload library is: `$SCALELOCK_PRELOAD_LIB`, else next to this binary or one
-/// folder up, else the copy built into this binary.
+/// Where the preload library is: `$SCALELOCK_PRELOAD_LIB`, else the copy built into this
+/// binary.
 pub(crate) fn find_library() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os("SCALELOCK_PRELOAD_LIB") {
         let p = PathBuf::from(p);
@@ -257,20 +256,7 @@ pub(crate) fn find_library() -> Result<PathBuf, String> {
             ))
         };
     }
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find my own binary: {e}"))?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidates = [dir.join(LIB_NAME), dir.join("..").join(LIB_NAME)];
-    for c in &candidates {
-        if c.is_file() {
-            return Ok(c.clone());
-        }
-    }
-    Err(format!(
-        "{LIB_NAME} not found at {} or {}; build it with `cargo build --release -p scalelock-preload` \
-         (or point SCALELOCK_PRELOAD_LIB at it)",
-        candidates[0].display(),
-        candidates[1].display()
-    ))
+    crate::embedded::library()
 }
 
 /// The program `name` runs, found as `execvp` would (through `PATH` when it has no slash).

@@ -8,6 +8,7 @@
 //! ```
 
 mod bench;
+mod embedded;
 mod launch;
 mod profile;
 

@@ -93,19 +93,39 @@ fn a_missing_library_is_a_clear_error() {
 }
 
 #[test]
-fn profile_turns_lockstat_on_and_prints_the_report_the_command_left() {
+fn profile_reads_the_report_from_a_private_directory_and_removes_it() {
+    let json = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("private-dir-profile.json");
+    let seen = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("private-dir-seen");
     let script = r#"
         test "$SCALELOCK_LOCKSTAT" = 1 || exit 11
-        test "$SCALELOCK_LOCKSTAT_TOP" = 3 || exit 12
-        printf 'lock 0x1234 table\n' > "$SCALELOCK_LOCKSTAT_FILE"
+        test "$SCALELOCK_LOCKSTAT_FORMAT" = dump || exit 12
+        d=$(dirname "$SCALELOCK_LOCKSTAT_FILE")
+        test "$(stat -c %a "$d")" = 700 || exit 13
+        test "$(stat -c %u "$d")" = "$(id -u)" || exit 14
+        echo "$d" > "$SEEN"
+        printf 'scalelock-lockstat-dump 1\ninterval_ns 1000\nsample_period 1\ndropped 0\n' > "$SCALELOCK_LOCKSTAT_FILE"
+        printf 'lock 0x1234 5 2 0 0 1 0 3000 2000 0 0 0 first 0x99\n' >> "$SCALELOCK_LOCKSTAT_FILE"
+        printf 'site 0x1234 0 2 0 0 1 0 3000 2000 0 0 0 addr 0x99\nmaps\nend\n' >> "$SCALELOCK_LOCKSTAT_FILE"
         exit 0"#;
     let o = scalelock()
-        .args(["profile", "--top", "3", "--", "sh", "-c", script])
+        .args(["profile", "--top", "3", "--json"])
+        .arg(&json)
+        .args(["--", "sh", "-c", script])
         .env("SCALELOCK_PRELOAD_LIB", stand_in_lib())
+        .env("SEEN", &seen)
         .output()
         .expect("run scalelock");
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    assert!(stderr(&o).contains("lock 0x1234 table"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("0x1234@0x99"), "{}", stderr(&o));
+    let dir = std::fs::read_to_string(&seen).expect("the script ran");
+    assert!(
+        !std::path::Path::new(dir.trim()).exists(),
+        "{dir} left behind"
+    );
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).unwrap();
+    assert_eq!(j["locks"][0]["wait_ns"], 3000);
+    assert_eq!(j["sites"][0]["caller_addr"], 0x99);
 }
 
 #[test]
@@ -117,4 +137,170 @@ fn profile_says_so_when_no_report_was_left() {
         .expect("run scalelock");
     assert_eq!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("no lockstat report"), "{}", stderr(&o));
+}
+
+/// Compiles `tests/c/NAME.c` with gcc and `flags` into the test's temporary folder.
+fn compile(name: &str, flags: &[&str]) -> PathBuf {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.c"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "{name}-{}-{}",
+        flags.join("").replace(['-', ' '], ""),
+        std::process::id()
+    ));
+    let st = Command::new("gcc")
+        .args(flags)
+        .arg("-o")
+        .arg(&out)
+        .arg(&src)
+        .arg("-pthread")
+        .status()
+        .expect("gcc must be installed");
+    assert!(st.success(), "gcc failed on {}", src.display());
+    out
+}
+
+/// `scalelock` with the library it carries, cached under the test's temporary folder.
+fn scalelock_embedded() -> Command {
+    let mut c = scalelock();
+    c.env_remove("SCALELOCK_PRELOAD_LIB").env(
+        "XDG_CACHE_HOME",
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cache"),
+    );
+    c
+}
+
+#[test]
+fn run_and_profile_refuse_a_statically_linked_program() {
+    let exe = compile("profiled", &["-O2", "-static"]);
+    for sub in [&["run", "--lock", "scalelock"][..], &["profile"][..]] {
+        let o = scalelock_embedded()
+            .args(sub)
+            .arg("--")
+            .arg(&exe)
+            .output()
+            .expect("run scalelock");
+        assert_eq!(o.status.code(), Some(2), "{sub:?}: {}", stderr(&o));
+        assert!(o.stdout.is_empty(), "the program must not start");
+        assert!(stderr(&o).contains("statically linked"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn run_refuses_a_setuid_program_that_changes_identity() {
+    let exe = compile("profiled", &["-O2"]);
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    use std::os::unix::fs::PermissionsExt;
+    // Set-user-ID to this user: no change of identity, the linker preloads as usual.
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    let o = scalelock_embedded()
+        .args(["run", "--lock", "scalelock", "--"])
+        .arg(&exe)
+        .output()
+        .expect("run scalelock");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    if root {
+        // Owned by another user, it would run as that user: refused.
+        std::os::unix::fs::chown(&exe, Some(65534), None).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        let o = scalelock_embedded()
+            .args(["run", "--lock", "scalelock", "--"])
+            .arg(&exe)
+            .output()
+            .expect("run scalelock");
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(o.stdout.is_empty(), "the program must not start");
+        assert!(stderr(&o).contains("set-user-ID"), "{}", stderr(&o));
+        std::os::unix::fs::chown(&exe, None, Some(65534)).unwrap();
+        std::os::unix::fs::chown(&exe, Some(0), None).unwrap();
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o2755)).unwrap();
+        let o = scalelock_embedded()
+            .args(["profile", "--"])
+            .arg(&exe)
+            .output()
+            .expect("run scalelock");
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains("set-group-ID"), "{}", stderr(&o));
+    }
+}
+
+/// The table of `profile` on an -O2 -g PIE without -rdynamic names the static locks by their
+/// symbols and the callers by function, for each way the program can end.
+#[test]
+fn profile_names_locks_and_callers_of_an_optimised_pie() {
+    let exe = compile("profiled", &["-O2", "-g", "-fPIE", "-pie"]);
+    let json = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("profiled.json");
+    for (how, code) in [("exit", 0), ("sigint", 128 + 2)] {
+        let o = scalelock_embedded()
+            .args(["profile", "--top", "10", "--sort", "count", "--json"])
+            .arg(&json)
+            .arg("--")
+            .arg(&exe)
+            .arg(how)
+            .output()
+            .expect("run scalelock");
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(code), "{how}: {err}");
+        assert!(String::from_utf8_lossy(&o.stdout).contains("rows 80000"));
+        assert!(err.contains("Call sites, by count"), "{how}: {err}");
+        for name in [
+            "table_lock",
+            "index_lock",
+            "update_table+0x",
+            "rebuild_index+0x",
+        ] {
+            assert!(err.contains(name), "{how}: no {name} in\n{err}");
+        }
+        assert!(
+            err.contains("profiled.c:"),
+            "{how}: no source line in\n{err}"
+        );
+        // The heap lock is named by its first user.
+        assert!(err.contains("@touch_heap+0x"), "{how}: {err}");
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let locks = j["locks"].as_array().unwrap();
+        let table = locks.iter().find(|l| l["lock"] == "table_lock").unwrap();
+        assert_eq!(table["static_symbol"], true);
+        assert!(table["acquisitions"].as_u64().unwrap() >= 80000);
+        assert!(table["contended"].as_u64().unwrap() >= 1);
+        assert!(table["hold_samples"].as_u64().unwrap() > 0);
+        let index = locks.iter().find(|l| l["lock"] == "index_lock").unwrap();
+        assert!(
+            index["hold_samples"].as_u64().unwrap() > 0,
+            "rwlock holds: {index}"
+        );
+        let sites = j["sites"].as_array().unwrap();
+        assert!(sites.iter().any(
+            |s| s["caller"].as_str().unwrap().starts_with("update_table+0x")
+                && s["hold_samples"].as_u64().unwrap() > 0
+        ));
+    }
+}
+
+/// A SIGTERM to `scalelock profile` goes on to the program, whose report is still printed.
+#[test]
+fn profile_passes_sigterm_on_and_still_prints_the_table() {
+    use std::io::BufRead;
+    let exe = compile("profiled", &["-O2", "-g", "-fPIE", "-pie"]);
+    let mut child = scalelock_embedded()
+        .args(["profile", "--"])
+        .arg(&exe)
+        .arg("wait")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run scalelock");
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while out.read_line(&mut line).unwrap() > 0 && !line.contains("ready") {}
+    assert!(line.contains("ready"), "{line}");
+    // SAFETY: kill with our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(128 + 15), "{err}");
+    assert!(err.contains("table_lock"), "{err}");
 }
