@@ -144,8 +144,12 @@ fn compile(name: &str, flags: &[&str]) -> PathBuf {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
         .join(format!("{name}.c"));
+    // Each call gets its own file: tests run in parallel, and a binary being written cannot
+    // be started (ETXTBSY).
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "{name}-{}-{}",
+        "{name}-{}-{}-{n}",
         flags.join("").replace(['-', ' '], ""),
         std::process::id()
     ));
@@ -234,7 +238,9 @@ fn profile_names_locks_and_callers_of_an_optimised_pie() {
     let json = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("profiled.json");
     for (how, code) in [("exit", 0), ("sigint", 128 + 2)] {
         let o = scalelock_embedded()
-            .args(["profile", "--top", "10", "--sort", "count", "--json"])
+            .args([
+                "profile", "--top", "10", "--sort", "count", "--stacks", "3", "--json",
+            ])
             .arg(&json)
             .arg("--")
             .arg(&exe)
@@ -272,6 +278,21 @@ fn profile_names_locks_and_callers_of_an_optimised_pie() {
             index["hold_samples"].as_u64().unwrap() > 0,
             "rwlock holds: {index}"
         );
+        // The first contended acquisition is sampled: update_table's wait, called by worker.
+        let stacks = j["stacks"].as_array().unwrap();
+        assert!(
+            stacks.iter().any(|s| {
+                let f = s["frames"].as_array().unwrap();
+                f.len() >= 2
+                    && f[0]["name"]
+                        .as_str()
+                        .unwrap()
+                        .starts_with("update_table+0x")
+                    && f[1]["name"].as_str().unwrap().starts_with("worker+0x")
+            }),
+            "{how}: {stacks:?}"
+        );
+        assert!(err.contains("Contended stacks"), "{how}: {err}");
         let sites = j["sites"].as_array().unwrap();
         assert!(sites.iter().any(
             |s| s["caller"].as_str().unwrap().starts_with("update_table+0x")

@@ -118,6 +118,7 @@ pub mod mutex;
 mod real;
 pub mod rwlock;
 pub mod spin;
+mod stacks;
 pub mod stats;
 
 use core::ffi::c_int;

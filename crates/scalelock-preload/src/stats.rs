@@ -41,7 +41,7 @@ pub(crate) fn acquired(lock: usize, caller: usize) {
 /// `caller`.
 #[inline]
 pub(crate) fn waiting_at<R>(caller: usize, f: impl FnOnce() -> R) -> R {
-    raw::with_caller(caller, f)
+    crate::stacks::contended(caller, || raw::with_caller(caller, f))
 }
 
 /// The hold in progress of a lock, for hold times: 16 otherwise unused bytes of the pthread
@@ -127,6 +127,11 @@ pub(crate) fn on_load() {
     if lockstat == b"exit" && file.is_none() {
         return;
     }
+    if let Some(n) = getenv(c"SCALELOCK_LOCKSTAT_STACKS").and_then(parse_count) {
+        if n > 0 {
+            crate::stacks::enable(n);
+        }
+    }
     // SAFETY: getpid has no preconditions.
     OWNER_PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     // SAFETY: registers an `extern "C" fn()` that lives as long as the process.
@@ -168,16 +173,22 @@ fn getenv(name: &core::ffi::CStr) -> Option<&'static [u8]> {
     }
 }
 
-fn top_rows() -> usize {
+/// A decimal count from the environment (`None` unless all digits).
+fn parse_count(v: &[u8]) -> Option<usize> {
+    if v.is_empty() || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
     let mut n: usize = 0;
-    match getenv(c"SCALELOCK_LOCKSTAT_TOP") {
-        Some(v) if !v.is_empty() && v.iter().all(u8::is_ascii_digit) => {
-            for &d in v {
-                n = n.saturating_mul(10).saturating_add(usize::from(d - b'0'));
-            }
-            n.max(1)
-        }
-        _ => stats::EXIT_REPORT_ROWS,
+    for &d in v {
+        n = n.saturating_mul(10).saturating_add(usize::from(d - b'0'));
+    }
+    Some(n)
+}
+
+fn top_rows() -> usize {
+    match getenv(c"SCALELOCK_LOCKSTAT_TOP").and_then(parse_count) {
+        Some(n) => n.max(1),
+        None => stats::EXIT_REPORT_ROWS,
     }
 }
 
@@ -211,6 +222,7 @@ extern "C" fn write_report() {
     if getenv(c"SCALELOCK_LOCKSTAT_FORMAT") == Some(b"dump") {
         stats::dump_to_fd(fd);
         copy_maps(fd);
+        write_stacks(fd);
     } else {
         stats::report_to_fd(fd, top_rows());
     }
@@ -255,5 +267,75 @@ fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
             return;
         }
         bytes = bytes.get(n as usize..).unwrap_or(&[]);
+    }
+}
+
+/// Appends the sampled stacks, `stack COUNT WAIT_NS FRAME..`, one a line (see `stacks.rs`).
+fn write_stacks(fd: libc::c_int) {
+    crate::stacks::for_each(|count, wait_ns, frames| {
+        let mut line = LineBuf::new();
+        line.push(b"stack ");
+        line.decimal(count);
+        line.push(b" ");
+        line.decimal(wait_ns);
+        for &f in frames {
+            line.push(b" 0x");
+            line.hex(f as u64);
+        }
+        line.push(b"\n");
+        write_all(fd, line.as_bytes());
+    });
+}
+
+/// A line built on the stack, for the report (no allocation, no `core::fmt`).
+struct LineBuf {
+    buf: [u8; 512],
+    len: usize,
+}
+
+impl LineBuf {
+    fn new() -> LineBuf {
+        LineBuf {
+            buf: [0; 512],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if let Some(slot) = self.buf.get_mut(self.len) {
+                *slot = b;
+                self.len += 1;
+            }
+        }
+    }
+
+    fn digits(&mut self, mut v: u64, base: u64) {
+        let mut tmp = [0u8; 20];
+        let mut i = tmp.len();
+        loop {
+            i -= 1;
+            let d = (v % base) as u8;
+            if let Some(t) = tmp.get_mut(i) {
+                *t = if d < 10 { b'0' + d } else { b'a' + d - 10 };
+            }
+            v /= base;
+            if v == 0 || i == 0 {
+                break;
+            }
+        }
+        self.push(tmp.get(i..).unwrap_or(&[]));
+    }
+
+    fn decimal(&mut self, v: u64) {
+        self.digits(v, 10);
+    }
+
+    fn hex(&mut self, v: u64) {
+        self.digits(v, 16);
+    }
+
+    fn as_bytes(&self) -> &[u8] {
+        self.buf.get(..self.len).unwrap_or(&[])
     }
 }

@@ -1,8 +1,8 @@
 //! Reads the report the preload library leaves when `scalelock profile` runs a program
 //! (`SCALELOCK_LOCKSTAT_FORMAT=dump`): scalelock's lockstat dump (its format is described with
 //! `scalelock::stats::dump_to_fd`), then the program's memory map between `maps` and `end`,
-//! then sampled stacks of contended acquisitions (`stack COUNT WAIT_NS LOCK FRAME..`, hexadecimal
-//! addresses), one a line.
+//! then sampled stacks of contended acquisitions (`stack COUNT WAIT_NS FRAME..`, frames as
+//! hexadecimal return addresses, innermost first), one a line.
 
 use super::symbols::Mapping;
 
@@ -67,7 +67,6 @@ pub struct SiteLine {
 pub struct StackLine {
     pub count: u64,
     pub wait_ns: u64,
-    pub lock: u64,
     pub frames: Vec<u64>,
 }
 
@@ -159,12 +158,10 @@ pub fn parse(text: &str) -> Result<Dump, String> {
                 let mut f = rest.split(' ');
                 let count = f.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
                 let wait_ns = f.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-                let lock = f.next().and_then(hex).ok_or_else(bad)?;
                 let frames = f.map(hex).collect::<Option<Vec<_>>>().ok_or_else(bad)?;
                 d.stacks.push(StackLine {
                     count,
                     wait_ns,
-                    lock,
                     frames,
                 });
             }
@@ -186,7 +183,7 @@ mod tests {
                     site 0x10 0 1 0 0 1 0 700 700 0 0 0 addr 0x401\n\
                     site 0x10 0 0 0 0 0 0 0 0 1 5 5 unknown\n\
                     maps\n00400000-00401000 r-xp 00000000 fe:00 1 /bin/x\nend\n\
-                    stack 4 900 0x10 0x401 0x502\n";
+                    stack 4 900 0x401 0x502\n";
         let d = parse(text).unwrap();
         assert_eq!(d.interval_ns, 5);
         assert_eq!(d.locks[0].first_user, Some(0x400));

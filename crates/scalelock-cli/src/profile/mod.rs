@@ -69,8 +69,8 @@ pub struct LockRow {
 pub struct StackRow {
     pub count: u64,
     pub wait_ns: u64,
-    pub locks: Vec<String>,
-    pub frames: Vec<String>,
+    /// Innermost first: the program's call into the lock, then its callers.
+    pub frames: Vec<symbols::CodeName>,
 }
 
 /// The named report.
@@ -165,32 +165,19 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
             .then(a.caller.cmp(&b.caller))
     });
 
-    let mut groups: HashMap<Vec<u64>, (u64, u64, Vec<u64>)> = HashMap::new();
+    let mut groups: HashMap<Vec<u64>, (u64, u64)> = HashMap::new();
     for s in &d.stacks {
         let top: Vec<u64> = s.frames.iter().take(stack_frames.max(1)).copied().collect();
         let g = groups.entry(top).or_default();
         g.0 += s.count;
         g.1 += s.wait_ns;
-        if !g.2.contains(&s.lock) {
-            g.2.push(s.lock);
-        }
     }
     let mut stacks: Vec<StackRow> = groups
         .into_iter()
-        .map(|(frames, (count, wait_ns, locks))| StackRow {
+        .map(|(frames, (count, wait_ns))| StackRow {
             count,
             wait_ns,
-            locks: locks.into_iter().map(|l| lock_name(&mut sym, l)).collect(),
-            frames: frames
-                .into_iter()
-                .map(|f| {
-                    let n = code(&mut sym, f);
-                    match n.source {
-                        Some(s) => format!("{} ({s})", n.name),
-                        None => n.name,
-                    }
-                })
-                .collect(),
+            frames: frames.into_iter().map(|f| code(&mut sym, f)).collect(),
         })
         .collect();
     stacks.sort_by_key(|s| std::cmp::Reverse((s.wait_ns, s.count)));
@@ -311,15 +298,13 @@ impl Profile {
         if !self.stacks.is_empty() {
             let _ = writeln!(o, "\nContended stacks, sampled, by wait (top {top})");
             for s in self.stacks.iter().take(top) {
-                let _ = writeln!(
-                    o,
-                    "{} samples, {} waited, on {}",
-                    s.count,
-                    duration(s.wait_ns),
-                    s.locks.join(", ")
-                );
+                let _ = writeln!(o, "{} samples, {} waited", s.count, duration(s.wait_ns));
                 for f in &s.frames {
-                    let _ = writeln!(o, "    {f}");
+                    match &f.source {
+                        Some(src) => writeln!(o, "    {} ({})", f.name, file_name(src)),
+                        None => writeln!(o, "    {}", f.name),
+                    }
+                    .unwrap_or_default();
                 }
             }
         }

@@ -156,7 +156,7 @@ fn demangle(name: &str) -> String {
 }
 
 /// The name of a code address.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CodeName {
     /// `function+0xoff`, or `object+0xoffset` when no symbol covers it, or the hexadecimal
     /// address when no object maps it.
