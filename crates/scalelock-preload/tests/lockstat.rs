@@ -20,8 +20,18 @@ fn run(
     lockstat: Option<&str>,
     file: &PathBuf,
 ) -> (std::process::ExitStatus, String) {
+    run_with(arg, lockstat, file, &[])
+}
+
+fn run_with(
+    arg: Option<&str>,
+    lockstat: Option<&str>,
+    file: &PathBuf,
+    env: &[(&str, &str)],
+) -> (std::process::ExitStatus, String) {
     let exe = compile_with("lockstat", &["-rdynamic"]);
     let mut cmd = Command::new(exe);
+    cmd.envs(env.iter().copied());
     cmd.env("LD_PRELOAD", preload_lib())
         .env("SCALELOCK_TEST_EXPECT", "scalelock")
         .env("SCALELOCK_LOCKSTAT_FILE", file)
@@ -90,6 +100,65 @@ fn table_is_written_when_the_program_dies_of_sigint() {
     assert_eq!(status.signal(), Some(libc_sigint()), "{status}");
     let table = std::fs::read_to_string(&file).expect("the library wrote the table");
     assert!(table.contains("hot_path_lock"), "{table}");
+}
+
+#[test]
+fn table_is_written_when_the_program_dies_of_sigterm() {
+    let file = report_path("sigterm");
+    let (status, _) = run(Some("sigterm"), Some("1"), &file);
+    assert_eq!(status.signal(), Some(15), "{status}");
+    let table = std::fs::read_to_string(&file).expect("the library wrote the table");
+    assert!(table.contains("hot_path_lock"), "{table}");
+}
+
+/// `SCALELOCK_LOCKSTAT_FORMAT=dump` (what `scalelock profile` reads): every lock with its
+/// counters and hold times, the memory map, and with `SCALELOCK_LOCKSTAT_STACKS` sampled stacks.
+#[test]
+fn dump_has_every_lock_the_memory_map_holds_and_stacks() {
+    let file = report_path("dump");
+    let (status, out) = run_with(
+        None,
+        Some("1"),
+        &file,
+        &[
+            ("SCALELOCK_LOCKSTAT_FORMAT", "dump"),
+            ("SCALELOCK_LOCKSTAT_STACKS", "4"),
+        ],
+    );
+    assert!(status.success(), "{status}");
+    let dump = std::fs::read_to_string(&file).expect("the library wrote the dump");
+    assert!(dump.starts_with("scalelock-lockstat-dump 1\n"), "{dump}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "the report is private");
+    let addrs = addresses(&out);
+    assert_eq!(addrs.len(), 2, "{out}");
+    for a in &addrs {
+        let line = dump
+            .lines()
+            .find(|l| l.starts_with(&format!("lock {a} ")))
+            .unwrap_or_else(|| panic!("lock {a} missing from:\n{dump}"));
+        let fields: Vec<u64> = line
+            .split(' ')
+            .skip(2)
+            .take(11)
+            .map(|f| f.parse().unwrap())
+            .collect();
+        assert!(fields[0] >= 10000, "acquisitions: {line}");
+        assert!(fields[8] > 0, "hold samples: {line}");
+        assert!(fields[10] > 0, "max hold: {line}");
+    }
+    let maps = dump
+        .split("\nmaps\n")
+        .nth(1)
+        .and_then(|m| m.split("\nend\n").next())
+        .expect("a maps section");
+    assert!(maps.contains("libscalelock_preload.so"), "{maps}");
+    // The first contended acquisition is sampled: the certain wait in hot_path_lock.
+    assert!(
+        dump.lines().any(|l| l.starts_with("stack ")),
+        "no stack in:\n{dump}"
+    );
 }
 
 #[test]

@@ -1,5 +1,5 @@
 /* Contends on a mutex and an rwlock from named functions; with argv[1] == "sigint" it then dies
- * of SIGINT instead of exiting. Built with -rdynamic so the report can name the functions. */
+ * of SIGINT instead of exiting (SIGTERM with "sigterm"). Built with -rdynamic so the report can name the functions. */
 #include "check.h"
 #include <signal.h>
 
@@ -53,5 +53,6 @@ int main(int argc, char **argv) {
     printf("mutex at %p, rwlock at %p\n", (void *)&hot, (void *)&table);
     ok("contended");
     if (argc > 1 && strcmp(argv[1], "sigint") == 0) raise(SIGINT);
+    if (argc > 1 && strcmp(argv[1], "sigterm") == 0) raise(SIGTERM);
     return 0;
 }
