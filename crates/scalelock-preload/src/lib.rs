@@ -41,7 +41,9 @@
 //! # Safety in someone else's process
 //!
 //! No lock path allocates, formats or panics (every `extern "C"` function aborts rather than
-//! unwinds; arithmetic is explicit about wrapping). Initialisation is lazy and re-entrancy-safe:
+//! unwinds; arithmetic is explicit about wrapping). The condvar waits are cancellation points:
+//! glibc's forced unwind of a cancelled thread crosses only their C part (`csrc/cond_wait.c`),
+//! never a Rust frame (see [`cond`]). Initialisation is lazy and re-entrancy-safe:
 //! the configuration is read with `getenv` on the first call (which may come before any
 //! constructor), glibc's functions are resolved once, and a call that arrives from inside that
 //! resolution (an interposed `malloc` called by `dlsym`) is served without it. Thread identity is
