@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -36,6 +37,12 @@ struct scalelock_wait {
     uint32_t depth;
     uintptr_t caller;
 };
+
+/* Rust asserts the same (cond.rs). */
+_Static_assert(sizeof(struct scalelock_wait) == 80, "struct scalelock_wait: size");
+_Static_assert(offsetof(struct scalelock_wait, deadline) == 16, "deadline");
+_Static_assert(offsetof(struct scalelock_wait, depth) == 64, "depth");
+_Static_assert(offsetof(struct scalelock_wait, caller) == 72, "caller");
 
 enum { WAIT = 0, TIMEDWAIT = 1, CLOCKWAIT = 2 };
 /* scalelock_cond_wait_begin's answers besides a result (>= 0). */

@@ -253,6 +253,14 @@ pub struct Wait {
     caller: usize,
 }
 
+// The C side asserts the same size and offsets (`_Static_assert` in cond_wait.c).
+const _: () = {
+    assert!(size_of::<Wait>() == 80);
+    assert!(offset_of!(Wait, deadline) == 16);
+    assert!(offset_of!(Wait, released) == 64);
+    assert!(offset_of!(Wait, caller) == 72);
+};
+
 /// The futex operation and absolute timeout of the sleep (`FUTEX_WAIT_BITSET`, as the wait
 /// layer's `futex::wait` makes it): the C region makes the system call itself, so that
 /// cancellation can interrupt it.
