@@ -207,15 +207,6 @@ pub fn duration(ns: u64) -> String {
     }
 }
 
-fn clip(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let head: String = s.chars().take(n.saturating_sub(3)).collect();
-        format!("{head}...")
-    }
-}
-
 /// `dir/file.c:12` as `file.c:12`, for the table (the JSON keeps the whole path).
 fn file_name(source: &str) -> &str {
     source.rsplit('/').next().unwrap_or(source)
@@ -251,8 +242,8 @@ impl Profile {
         let _ = writeln!(o, "\nCall sites, by {sort} (top {top})");
         let _ = writeln!(
             o,
-            "{:>9} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}  {:<28} Caller",
-            "Contended", "Wait", "Avg wait", "Max wait", "Holds", "Avg hold", "Max hold", "Lock"
+            "{:>9} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}  Caller [lock]",
+            "Contended", "Wait", "Avg wait", "Max wait", "Holds", "Avg hold", "Max hold"
         );
         for s in self.sites.iter().take(top) {
             let c = &s.counters;
@@ -262,7 +253,7 @@ impl Profile {
             };
             let _ = writeln!(
                 o,
-                "{:>9} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}  {:<28} {}",
+                "{:>9} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}  {caller} [{}]",
                 c.contended,
                 duration(c.wait_ns),
                 duration(c.wait_ns.checked_div(c.contended).unwrap_or(0)),
@@ -270,8 +261,7 @@ impl Profile {
                 c.hold_samples,
                 duration(c.avg_hold_ns()),
                 duration(c.max_hold_ns),
-                clip(&s.lock, 28),
-                caller
+                s.lock
             );
         }
         let _ = writeln!(o, "\nLocks, by {sort} (top {top})");
