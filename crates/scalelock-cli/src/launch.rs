@@ -12,10 +12,10 @@
 //! identity (the linker ignores `LD_PRELOAD` in that secure-execution mode).
 //!
 //! `profile` also sets `SCALELOCK_LOCKSTAT=1`, `SCALELOCK_LOCKSTAT_FORMAT=dump` and
-//! `SCALELOCK_LOCKSTAT_FILE` to a file in a private directory it creates (mode 0700, removed
-//! afterwards): the library writes its lockstat dump there when the command exits or dies of
-//! SIGINT or SIGTERM, and `profile` names what it holds from the program's object files
-//! ([`crate::profile`]) and prints the tables.
+//! `SCALELOCK_LOCKSTAT_FILE` to a name in a private directory it creates (mode 0700, removed
+//! afterwards): the library in each process of the command writes its lockstat dump there, as
+//! `lockstat.PID`, when the process exits or dies of SIGINT or SIGTERM, and `profile` names what
+//! they hold from the programs' object files ([`crate::profile`]) and prints the tables.
 //!
 //! Owned by the preload work; the bench's `main.rs` only calls these two functions.
 
@@ -103,24 +103,40 @@ pub fn profile(o: &ProfileOptions, cmd: &[OsString]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let text = match std::fs::read_to_string(&report) {
-        Ok(t) => t,
-        Err(_) => {
-            eprintln!(
-                "scalelock profile: the command left no lockstat report (it may have exited \
-                 through _exit, or been killed by a signal other than SIGINT or SIGTERM)"
-            );
-            return code;
+    // One dump per process of the command (`lockstat.PID`), in the order they were written.
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir.path)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("lockstat."))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    if files.is_empty() {
+        eprintln!(
+            "scalelock profile: the command left no lockstat report (it may have exited \
+             through _exit, or been killed by a signal other than SIGINT or SIGTERM)"
+        );
+        return code;
+    }
+    let mut dumps = Vec::new();
+    for f in &files {
+        let parsed = std::fs::read_to_string(f)
+            .map_err(|e| e.to_string())
+            .and_then(|t| profile::dump::parse(&t));
+        match parsed {
+            Ok(d) => dumps.push(d),
+            Err(e) => {
+                eprintln!("scalelock profile: the lockstat report is damaged: {e}");
+                return ExitCode::from(2);
+            }
         }
-    };
-    let dump = match profile::dump::parse(&text) {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("scalelock profile: the lockstat report is damaged: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let p = profile::build(&dump, o.sort, o.stacks);
+    }
+    let p = profile::build_all(&dumps, o.sort, o.stacks);
     eprintln!("\n== scalelock profile: {}", cmd[0].to_string_lossy());
     eprint!("{}", p.text(top));
     if let Some(path) = &o.json {

@@ -103,9 +103,10 @@ fn profile_reads_the_report_from_a_private_directory_and_removes_it() {
         test "$(stat -c %a "$d")" = 700 || exit 13
         test "$(stat -c %u "$d")" = "$(id -u)" || exit 14
         echo "$d" > "$SEEN"
-        printf 'scalelock-lockstat-dump 1\ninterval_ns 1000\nsample_period 1\ndropped 0\n' > "$SCALELOCK_LOCKSTAT_FILE"
-        printf 'lock 0x1234 5 2 0 0 1 0 3000 2000 0 0 0 first 0x99\n' >> "$SCALELOCK_LOCKSTAT_FILE"
-        printf 'site 0x1234 0 2 0 0 1 0 3000 2000 0 0 0 addr 0x99\nmaps\nend\n' >> "$SCALELOCK_LOCKSTAT_FILE"
+        f="$SCALELOCK_LOCKSTAT_FILE.$$"
+        printf 'scalelock-lockstat-dump 1\ninterval_ns 1000\nsample_period 1\ndropped 0\n' > "$f"
+        printf 'lock 0x1234 5 2 0 0 1 0 3000 2000 0 0 0 first 0x99\n' >> "$f"
+        printf 'site 0x1234 0 2 0 0 1 0 3000 2000 0 0 0 addr 0x99\nmaps\nend\n' >> "$f"
         exit 0"#;
     let o = scalelock()
         .args(["profile", "--top", "3", "--json"])
@@ -299,6 +300,22 @@ fn profile_names_locks_and_callers_of_an_optimised_pie() {
                 && s["hold_samples"].as_u64().unwrap() > 0
         ));
     }
+}
+
+/// A program started by a shell: both processes leave a dump, and the program's locks are in the
+/// report.
+#[test]
+fn profile_of_a_shell_that_starts_the_program_reports_the_program() {
+    let exe = compile("profiled", &["-O2", "-g", "-fPIE", "-pie"]);
+    let o = scalelock_embedded()
+        .args(["profile", "--", "sh", "-c"])
+        .arg(format!("{} exit; true", exe.display()))
+        .output()
+        .expect("run scalelock");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(err.contains("table_lock"), "{err}");
+    assert!(err.contains("update_table+0x"), "{err}");
 }
 
 /// A SIGTERM to `scalelock profile` goes on to the program, whose report is still printed.

@@ -11,8 +11,8 @@
 //! `SCALELOCK_LOCKSTAT_TOP` rows per part (default 20). Writing the table allocates nothing.
 //! SIGTERM, left at its default action, writes it too.
 //!
-//! With `SCALELOCK_LOCKSTAT_FORMAT=dump` (what `scalelock profile` asks for) the file gets,
-//! instead of the table, scalelock's machine-readable dump of every entry
+//! With `SCALELOCK_LOCKSTAT_FORMAT=dump` (what `scalelock profile` asks for) each process writes
+//! `SCALELOCK_LOCKSTAT_FILE.PID`, instead of the table, scalelock's machine-readable dump of every entry
 //! ([`scalelock::stats::dump_to_fd`]), then a copy of `/proc/self/maps` between the lines `maps`
 //! and `end`, so that the command can name the addresses from the program's object files after
 //! it has exited. The file is created with mode 0600 and never through a symbolic link.
@@ -200,16 +200,26 @@ extern "C" fn write_report() {
     {
         return;
     }
+    let dump = getenv(c"SCALELOCK_LOCKSTAT_FORMAT") == Some(b"dump");
     let mut fd = 2;
     if let Some(path) = getenv(c"SCALELOCK_LOCKSTAT_FILE") {
-        // SAFETY: `path` is the bytes of a NUL-terminated environment string, so its pointer is
-        // a valid C string.
-        let f = unsafe {
-            libc::open(
-                path.as_ptr().cast(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-                0o600,
-            )
+        // A dump goes to `FILE.PID`: every process of the command (a shell and the program it
+        // starts) leaves its own, and none overwrites another's.
+        let mut name = LineBuf::new();
+        name.push(path);
+        if dump {
+            name.push(b".");
+            // SAFETY: getpid has no preconditions.
+            name.decimal(unsafe { libc::getpid() } as u64);
+        }
+        name.push(b"\0");
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC | libc::O_NOFOLLOW;
+        let f = if name.complete() {
+            // SAFETY: a NUL-terminated path in our own buffer.
+            unsafe { libc::open(name.as_bytes().as_ptr().cast(), flags, 0o600) }
+        } else {
+            -1
         };
         if f >= 0 {
             fd = f;
@@ -219,7 +229,7 @@ extern "C" fn write_report() {
             );
         }
     }
-    if getenv(c"SCALELOCK_LOCKSTAT_FORMAT") == Some(b"dump") {
+    if dump {
         stats::dump_to_fd(fd);
         copy_maps(fd);
         write_stacks(fd);
@@ -287,17 +297,20 @@ fn write_stacks(fd: libc::c_int) {
     });
 }
 
-/// A line built on the stack, for the report (no allocation, no `core::fmt`).
+/// A line built on the stack, for the report (no allocation, no `core::fmt`); what does not fit
+/// is dropped, and [`LineBuf::complete`] says so.
 struct LineBuf {
-    buf: [u8; 512],
+    buf: [u8; 4096],
     len: usize,
+    overflow: bool,
 }
 
 impl LineBuf {
     fn new() -> LineBuf {
         LineBuf {
-            buf: [0; 512],
+            buf: [0; 4096],
             len: 0,
+            overflow: false,
         }
     }
 
@@ -306,6 +319,8 @@ impl LineBuf {
             if let Some(slot) = self.buf.get_mut(self.len) {
                 *slot = b;
                 self.len += 1;
+            } else {
+                self.overflow = true;
             }
         }
     }
@@ -333,6 +348,11 @@ impl LineBuf {
 
     fn hex(&mut self, v: u64) {
         self.digits(v, 16);
+    }
+
+    /// Whether everything pushed fitted.
+    fn complete(&self) -> bool {
+        !self.overflow
     }
 
     fn as_bytes(&self) -> &[u8] {

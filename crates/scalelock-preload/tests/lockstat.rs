@@ -126,6 +126,22 @@ fn dump_has_every_lock_the_memory_map_holds_and_stacks() {
         ],
     );
     assert!(status.success(), "{status}");
+    // Written as FILE.PID.
+    let dir = file.parent().unwrap();
+    let prefix = format!("{}.", file.file_name().unwrap().to_str().unwrap());
+    let written: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with(&prefix)
+        })
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let file = written[0].clone();
     let dump = std::fs::read_to_string(&file).expect("the library wrote the dump");
     assert!(dump.starts_with("scalelock-lockstat-dump 1\n"), "{dump}");
     use std::os::unix::fs::PermissionsExt;

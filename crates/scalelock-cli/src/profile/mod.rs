@@ -107,7 +107,7 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
         };
         lock_names.insert(l.addr, name);
     }
-    let mut locks: Vec<LockRow> = d
+    let locks: Vec<LockRow> = d
         .locks
         .iter()
         .map(|l| {
@@ -123,11 +123,6 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
             }
         })
         .collect();
-    locks.sort_by(|a, b| {
-        sort.key(&b.counters)
-            .cmp(&sort.key(&a.counters))
-            .then(a.lock.cmp(&b.lock))
-    });
 
     let mut lock_name = |sym: &mut Symbolizer, a: u64| {
         lock_names
@@ -144,7 +139,7 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
             .or_default()
             .merge(&s.counters);
     }
-    let mut sites: Vec<SiteRow> = merged
+    let sites: Vec<SiteRow> = merged
         .into_iter()
         .map(|((lock, caller), counters)| {
             let name = caller.map(|c| code(&mut sym, c));
@@ -158,12 +153,6 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
             }
         })
         .collect();
-    sites.sort_by(|a, b| {
-        sort.key(&b.counters)
-            .cmp(&sort.key(&a.counters))
-            .then(a.lock.cmp(&b.lock))
-            .then(a.caller.cmp(&b.caller))
-    });
 
     let mut groups: HashMap<Vec<u64>, (u64, u64)> = HashMap::new();
     for s in &d.stacks {
@@ -172,7 +161,7 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
         g.0 += s.count;
         g.1 += s.wait_ns;
     }
-    let mut stacks: Vec<StackRow> = groups
+    let stacks: Vec<StackRow> = groups
         .into_iter()
         .map(|(frames, (count, wait_ns))| StackRow {
             count,
@@ -180,9 +169,7 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
             frames: frames.into_iter().map(|f| code(&mut sym, f)).collect(),
         })
         .collect();
-    stacks.sort_by_key(|s| std::cmp::Reverse((s.wait_ns, s.count)));
-
-    Profile {
+    let mut p = Profile {
         interval_ns: d.interval_ns,
         sample_period: d.sample_period,
         dropped: d.dropped,
@@ -190,7 +177,34 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
         sites,
         locks,
         stacks,
+    };
+    p.sort_rows();
+    p
+}
+
+/// [`build`] for each process of a command (each leaves its own dump), in one report: the
+/// rows of all, sorted together.
+pub fn build_all(dumps: &[Dump], sort: SortKey, stack_frames: usize) -> Profile {
+    let mut all = Profile {
+        interval_ns: 0,
+        sample_period: 0,
+        dropped: 0,
+        sort,
+        sites: Vec::new(),
+        locks: Vec::new(),
+        stacks: Vec::new(),
+    };
+    for d in dumps {
+        let p = build(d, sort, stack_frames);
+        all.interval_ns = all.interval_ns.max(p.interval_ns);
+        all.sample_period = all.sample_period.max(p.sample_period);
+        all.dropped += p.dropped;
+        all.sites.extend(p.sites);
+        all.locks.extend(p.locks);
+        all.stacks.extend(p.stacks);
     }
+    all.sort_rows();
+    all
 }
 
 /// A duration for the table: `850 ns`, `12.3 us`, `4.56 ms`, `1.23 s`.
@@ -213,6 +227,23 @@ fn file_name(source: &str) -> &str {
 }
 
 impl Profile {
+    fn sort_rows(&mut self) {
+        let sort = self.sort;
+        self.sites.sort_by(|a, b| {
+            sort.key(&b.counters)
+                .cmp(&sort.key(&a.counters))
+                .then(a.lock.cmp(&b.lock))
+                .then(a.caller.cmp(&b.caller))
+        });
+        self.locks.sort_by(|a, b| {
+            sort.key(&b.counters)
+                .cmp(&sort.key(&a.counters))
+                .then(a.lock.cmp(&b.lock))
+        });
+        self.stacks
+            .sort_by_key(|s| std::cmp::Reverse((s.wait_ns, s.count)));
+    }
+
     /// The text tables, `top` rows each.
     pub fn text(&self, top: usize) -> String {
         let mut o = String::new();
@@ -386,6 +417,18 @@ mod tests {
         assert_eq!(j["sites"].as_array().unwrap().len(), 3);
         assert_eq!(j["sort"], "wait");
         assert_eq!(j["locks"][0]["wait_ns"], 600);
+    }
+
+    #[test]
+    fn the_processes_of_a_command_share_one_report() {
+        let mut other = sample();
+        other.locks.truncate(1);
+        other.locks[0].counters.wait_ns = 10_000;
+        other.sites.clear();
+        let p = build_all(&[sample(), other], SortKey::Wait, 4);
+        assert_eq!(p.locks.len(), 3);
+        assert_eq!(p.locks[0].counters.wait_ns, 10_000);
+        assert_eq!(p.sites.len(), 3);
     }
 
     #[test]
