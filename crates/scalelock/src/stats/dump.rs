@@ -25,7 +25,11 @@ use super::table::{self, decode_site, Label, SiteKey, StoredLabel, SITE_TOTAL};
 use core::fmt::Write as _;
 use core::sync::atomic::Ordering;
 
-/// The first line of a dump.
+/// The first line of a dump (it names the format and its version).
+///
+/// ```
+/// assert_eq!(scalelock::stats::DUMP_MAGIC, "scalelock-lockstat-dump 1");
+/// ```
 pub const DUMP_MAGIC: &str = "scalelock-lockstat-dump 1";
 
 pub(crate) fn write_dump_fd(fd: i32) {
