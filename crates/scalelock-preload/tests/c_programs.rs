@@ -5,10 +5,14 @@
 
 mod common;
 
-use common::{compile, compile_shared, preload_lib, run_program, Run};
+use common::{compile, compile_cpp, compile_shared, preload_lib, run_program, Run};
 
 fn all_ways(program: &str) {
-    let exe = compile(program);
+    all_ways_exe(&compile(program));
+}
+
+fn all_ways_exe(exe: &std::path::Path) {
+    let exe = exe.to_path_buf();
     let lib = preload_lib();
     run_program(
         &exe,
@@ -68,6 +72,11 @@ fn condvar_producer_consumer_both_clocks_timeouts_destroy() {
 #[test]
 fn condvar_waits_are_cancellation_points() {
     all_ways("cancel");
+}
+
+#[test]
+fn cancelled_cpp_waiter_runs_its_destructors_with_the_mutex_held() {
+    all_ways_exe(&compile_cpp("cancel_cpp"));
 }
 
 /// `glibc_same.c` prints the result of every call whose result POSIX leaves open (destroying

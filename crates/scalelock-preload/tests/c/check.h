@@ -3,7 +3,9 @@
  * Every program runs twice: under LD_PRELOAD=libscalelock_preload.so and under plain glibc, and
  * must pass both ways (so the tests check POSIX behaviour, not this library's quirks).
  * SCALELOCK_TEST_EXPECT=scalelock|spin|glibc|none tells which implementation should be serving. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>

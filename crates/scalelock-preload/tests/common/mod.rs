@@ -79,6 +79,27 @@ pub fn compile_with(name: &str, flags: &[&str]) -> PathBuf {
     out
 }
 
+/// Compiles `tests/c/<name>.cc` with g++ into the target's temporary folder; returns the binary.
+pub fn compile_cpp(name: &str) -> PathBuf {
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(format!("{name}.cc"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preload-c");
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    let out = dir.join(format!("{name}-cc-{}-{n}", std::process::id()));
+    let status = Command::new("g++")
+        .args(["-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .arg("-ldl")
+        .status()
+        .expect("g++ must be installed to build the C++ test programs");
+    assert!(status.success(), "g++ failed on {}", src.display());
+    out
+}
+
 /// Compiles `tests/c/<name>.c` into a shared library; returns its path.
 pub fn compile_shared(name: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
