@@ -9,6 +9,11 @@
 //! (through this library's `pthread_mutex_lock`): the sampling thread's flag keeps such a nested
 //! acquisition from sampling again.
 //!
+//! Sampling is a diagnostic mode, off unless asked for: the unwinder finds frames through
+//! `dl_iterate_phdr`, which takes the dynamic loader's lock, so a thread that samples while it
+//! holds a lock could wait for a `dlopen` in progress whose library constructor waits for that
+//! lock.
+//!
 //! The report lists each stack as `stack COUNT WAIT_NS FRAME..` (see `stats.rs`).
 
 use core::ffi::{c_int, c_void};
