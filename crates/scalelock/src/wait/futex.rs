@@ -164,3 +164,35 @@ pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
         Some(r as u32)
     }
 }
+
+/// Moves every thread sleeping on `from` to sleep on `to`, waking none, if `from` still holds
+/// `expected`. Returns `None` when `from` had changed (nothing was done), otherwise the number of
+/// threads moved. A moved thread returns from its [`wait`] when `to` is woken (or its deadline
+/// passes).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// let (from, to) = (AtomicU32::new(1), AtomicU32::new(0));
+/// assert_eq!(scalelock::wait::futex::requeue_all(&from, 1, &to), Some(0));
+/// assert_eq!(scalelock::wait::futex::requeue_all(&from, 2, &to), None);
+/// ```
+#[inline]
+pub fn requeue_all(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    // SAFETY: as in `requeue`; 0 threads to wake, all others moved.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            from.as_ptr(),
+            libc::FUTEX_CMP_REQUEUE | libc::FUTEX_PRIVATE_FLAG,
+            0 as libc::c_int,
+            i32::MAX as libc::c_long,
+            to.as_ptr(),
+            expected,
+        )
+    };
+    if r < 0 {
+        None
+    } else {
+        Some(r as u32)
+    }
+}
