@@ -25,11 +25,18 @@
 //! let _cv = Condvar::new();
 //! ```
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
+#[cfg(all(feature = "arc_lock", not(loom)))]
+mod arc_lock;
 mod biased;
+#[cfg(not(loom))]
+mod compat;
 mod condvar;
 #[cfg(not(loom))]
 mod cpu;
+#[cfg(not(loom))]
+mod fair_mutex;
 mod mutex;
 #[cfg(not(loom))]
 mod mutex_wrapper;
@@ -38,6 +45,8 @@ pub mod rcu;
 mod rwlock;
 #[cfg(not(loom))]
 mod rwlock_wrapper;
+#[cfg(all(feature = "serde", not(loom)))]
+mod serde_impls;
 pub mod stats;
 mod sync;
 pub mod wait;
@@ -66,6 +75,22 @@ pub use rwlock_wrapper::{BiasedRwLock, RwLock};
 
 #[cfg(not(loom))]
 pub use rcu::{Rcu, RcuReadGuard};
+
+#[cfg(all(feature = "arc_lock", not(loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
+pub use arc_lock::{
+    ArcLockRawMutex, ArcLockRawRwLock, ArcMutexGuard, ArcRwLockReadGuard,
+    ArcRwLockUpgradableReadGuard, ArcRwLockWriteGuard,
+};
+#[cfg(not(loom))]
+pub use compat::{const_biased_rwlock, const_mutex, const_reentrant_mutex, const_rwlock};
+#[cfg(not(loom))]
+pub use fair_mutex::{
+    const_fair_mutex, FairMutex, FairMutexGuard, MappedFairMutexGuard, RawFairMutex,
+};
+#[cfg(all(feature = "arc_lock", not(loom)))]
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
+pub use lock_api::ArcReentrantMutexGuard;
 
 /// Re-export of the `lock_api` crate whose traits scalelock's raw locks implement.
 pub use lock_api;
