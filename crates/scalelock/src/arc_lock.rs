@@ -42,6 +42,7 @@ mod sealed {
 /// fn takes<R: scalelock::ArcLockRawMutex>() {}
 /// takes::<scalelock::RawMutex>();
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
 pub trait ArcLockRawMutex: lock_api::RawMutex + sealed::Sealed + Sized {
     /// The wrapper (for [`RawMutex`]: [`Mutex<T>`]).
     type Lock<T: ?Sized>: ?Sized + Deref<Target = lock_api::Mutex<Self, T>>;
@@ -60,6 +61,7 @@ impl ArcLockRawMutex for RawMutex {
 /// takes::<scalelock::RawRwLock>();
 /// takes::<scalelock::RawBiasedRwLock>();
 /// ```
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
 pub trait ArcLockRawRwLock:
     lock_api::RawRwLockUpgradeDowngrade
     + lock_api::RawRwLockUpgradeTimed
@@ -107,6 +109,7 @@ unsafe fn take_arc<G, L: ?Sized>(guard: G, field: impl FnOnce(&G) -> &Arc<L>) ->
 /// assert_eq!(*m.lock(), 2);
 /// ```
 #[must_use = "if unused the Mutex will immediately unlock"]
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
 pub struct ArcMutexGuard<R: ArcLockRawMutex, T: ?Sized> {
     mutex: Arc<R::Lock<T>>,
     marker: PhantomData<*const ()>,
@@ -219,6 +222,7 @@ impl<R: ArcLockRawMutex, T: fmt::Display + ?Sized> fmt::Display for ArcMutexGuar
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
 impl<T: ?Sized> Mutex<T> {
     /// Wraps a lock this thread just took in an owned guard.
     fn arc_guard(self: &Arc<Self>, guard: crate::MutexGuard<'_, T>) -> ArcMutexGuard<RawMutex, T> {
@@ -305,6 +309,7 @@ impl<T: ?Sized> Mutex<T> {
 /// assert!(l.try_write().is_none());
 /// ```
 #[must_use = "if unused the RwLock will immediately unlock"]
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
 pub struct ArcRwLockReadGuard<R: ArcLockRawRwLock, T: ?Sized> {
     rwlock: Arc<R::Lock<T>>,
     marker: PhantomData<(*const (), R::GuardMarker)>,
@@ -324,6 +329,7 @@ pub struct ArcRwLockReadGuard<R: ArcLockRawRwLock, T: ?Sized> {
 /// assert_eq!(*l.read(), 6);
 /// ```
 #[must_use = "if unused the RwLock will immediately unlock"]
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
 pub struct ArcRwLockWriteGuard<R: ArcLockRawRwLock, T: ?Sized> {
     rwlock: Arc<R::Lock<T>>,
     marker: PhantomData<(*const (), R::GuardMarker)>,
@@ -344,6 +350,7 @@ pub struct ArcRwLockWriteGuard<R: ArcLockRawRwLock, T: ?Sized> {
 /// assert_eq!(*l.read(), 6);
 /// ```
 #[must_use = "if unused the RwLock will immediately unlock"]
+#[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
 pub struct ArcRwLockUpgradableReadGuard<R: ArcLockRawRwLock, T: ?Sized> {
     rwlock: Arc<R::Lock<T>>,
     marker: PhantomData<(*const (), R::GuardMarker)>,
@@ -672,6 +679,7 @@ impl<R: ArcLockRawRwLock, T: ?Sized> DerefMut for ArcRwLockWriteGuard<R, T> {
 /// The `*_arc` methods of one rwlock wrapper.
 macro_rules! rwlock_arc_methods {
     ($name:ident, $raw:ident, $sname:literal) => {
+        #[cfg_attr(docsrs, doc(cfg(feature = "arc_lock")))]
         impl<T: ?Sized> $name<T> {
             fn read_guard(self: &Arc<Self>, g: lock_api::RwLockReadGuard<'_, $raw, T>) -> ArcRwLockReadGuard<$raw, T> {
                 mem::forget(g);

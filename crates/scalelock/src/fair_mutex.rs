@@ -9,7 +9,7 @@
 use crate::mutex::RawMutex;
 use std::time::{Duration, Instant};
 
-/// [`RawMutex`] with fair unlocking (see the [module docs](self)).
+/// [`RawMutex`] whose `unlock` is `unlock_fair`: the raw lock of [`FairMutex`].
 ///
 /// ```
 /// use lock_api::RawMutex as _;
@@ -82,6 +82,11 @@ unsafe impl lock_api::RawMutexTimed for RawFairMutex {
 }
 
 /// A mutex that is handed to a waiting thread on every unlock (parking_lot's `FairMutex`).
+///
+/// When a thread sleeps on the lock, the releasing thread hands it over (the sleeper wakes owning
+/// it) instead of letting a running thread barge in: waiters are served in the order of the
+/// kernel's futex queue (first come, first served), at the price of a wake-up latency on every
+/// contended hand-over.
 ///
 /// It is lock_api's `Mutex` over [`RawFairMutex`]: lockstat counts it per lock, not per call
 /// site, and [`Condvar`](crate::Condvar) does not take its guards (parking_lot's does not

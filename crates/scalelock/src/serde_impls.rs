@@ -7,6 +7,7 @@ use crate::mutex_wrapper::Mutex;
 use crate::rwlock_wrapper::{BiasedRwLock, RwLock};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<T: Serialize + ?Sized> Serialize for Mutex<T> {
     /// Serializes the value, holding the lock meanwhile.
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -14,6 +15,7 @@ impl<T: Serialize + ?Sized> Serialize for Mutex<T> {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Mutex<T> {
     /// An unlocked mutex holding the deserialized value.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -24,6 +26,7 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Mutex<T> {
 /// Serialize (under a read lock) and Deserialize for one rwlock wrapper.
 macro_rules! rwlock_serde {
     ($name:ident) => {
+        #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
         impl<T: Serialize + ?Sized> Serialize for $name<T> {
             /// Serializes the value, holding a read lock meanwhile.
             fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
@@ -31,6 +34,7 @@ macro_rules! rwlock_serde {
             }
         }
 
+        #[cfg_attr(docsrs, doc(cfg(feature = "serde")))]
         impl<'de, T: Deserialize<'de>> Deserialize<'de> for $name<T> {
             /// An unlocked rwlock holding the deserialized value.
             fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
