@@ -143,6 +143,9 @@ pub fn wake(word: &AtomicU32, n: u32) -> u32 {
 /// of threads woken plus requeued.
 #[inline]
 pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    if cfg!(miri) {
+        return wake_instead_of_requeue(from, expected);
+    }
     super::note_wake();
     // SAFETY: both words are live aligned atomics; FUTEX_CMP_REQUEUE uses them as keys and reads
     // `from` for the comparison. The 4th argument carries the requeue limit by value, as the ABI
@@ -178,6 +181,9 @@ pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
 /// ```
 #[inline]
 pub fn requeue_all(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    if cfg!(miri) {
+        return wake_instead_of_requeue(from, expected);
+    }
     // SAFETY: as in `requeue`; 0 threads to wake, all others moved.
     let r = unsafe {
         libc::syscall(
@@ -195,4 +201,15 @@ pub fn requeue_all(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u3
     } else {
         Some(r as u32)
     }
+}
+
+/// Under Miri, which has no `FUTEX_CMP_REQUEUE`: wakes every sleeper on `from` instead of moving
+/// them to `to`. Equivalent for every caller: a thread moved to `to` only waits there to be woken
+/// and then re-checks its lock, which a woken thread does at once (it contends for the lock
+/// instead of queueing on it).
+fn wake_instead_of_requeue(from: &AtomicU32, expected: u32) -> Option<u32> {
+    if from.load(Ordering::Relaxed) != expected {
+        return None;
+    }
+    Some(wake(from, u32::MAX))
 }
