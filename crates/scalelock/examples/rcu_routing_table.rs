@@ -28,9 +28,12 @@ fn prefix(net: [u8; 4], len: u8) -> (u32, u8) {
 }
 
 fn main() {
-    let table: Table = [(prefix([0, 0, 0, 0], 0), "default"), (prefix([10, 0, 0, 0], 8), "core")]
-        .into_iter()
-        .collect();
+    let table: Table = [
+        (prefix([0, 0, 0, 0], 0), "default"),
+        (prefix([10, 0, 0, 0], 8), "core"),
+    ]
+    .into_iter()
+    .collect();
     let routes = Arc::new(Rcu::new(table));
     let stop = Arc::new(AtomicBool::new(false));
 
@@ -64,13 +67,25 @@ fn main() {
         t
     });
     // Occasional readers use `read()`, which pins for the guard's lifetime.
-    assert_eq!(route(&routes.read(), Ipv4Addr::new(10, 1, 9, 9)), Some("edge"));
-    assert_eq!(route(&routes.read(), Ipv4Addr::new(10, 2, 0, 1)), Some("core"));
-    assert_eq!(route(&routes.read(), Ipv4Addr::new(192, 168, 0, 1)), Some("default"));
+    assert_eq!(
+        route(&routes.read(), Ipv4Addr::new(10, 1, 9, 9)),
+        Some("edge")
+    );
+    assert_eq!(
+        route(&routes.read(), Ipv4Addr::new(10, 2, 0, 1)),
+        Some("core")
+    );
+    assert_eq!(
+        route(&routes.read(), Ipv4Addr::new(192, 168, 0, 1)),
+        Some("default")
+    );
     std::thread::sleep(Duration::from_millis(20));
     stop.store(true, Ordering::Relaxed);
     for (i, f) in forwarders.into_iter().enumerate() {
-        println!("forwarder {i}: {} packets to 10.1.2.3 went via edge", f.join().unwrap());
+        println!(
+            "forwarder {i}: {} packets to 10.1.2.3 went via edge",
+            f.join().unwrap()
+        );
     }
     // Every reader that started before this call has finished: the old table is gone.
     rcu::synchronize();

@@ -19,7 +19,11 @@ struct Config {
 fn main() {
     let config = Arc::new(BiasedRwLock::with_name(
         "config",
-        Config { version: 1, max_connections: 100, greeting: "hello".into() },
+        Config {
+            version: 1,
+            max_connections: 100,
+            greeting: "hello".into(),
+        },
     ));
     let stop = Arc::new(AtomicBool::new(false));
 

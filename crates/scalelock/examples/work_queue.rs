@@ -23,7 +23,13 @@ struct WorkQueue<T> {
 impl<T> WorkQueue<T> {
     fn new(capacity: usize) -> Self {
         WorkQueue {
-            state: Mutex::with_name("work_queue", State { jobs: VecDeque::new(), closed: false }),
+            state: Mutex::with_name(
+                "work_queue",
+                State {
+                    jobs: VecDeque::new(),
+                    closed: false,
+                },
+            ),
             not_empty: Condvar::new(),
             not_full: Condvar::new(),
             capacity,

@@ -733,6 +733,22 @@ macro_rules! rwlock_arc_methods {
                 Some(self.read_guard(self.as_lock_api().try_read_recursive()?))
             }
 
+            #[doc = concat!("`try_read_recursive_for`, returning a guard that owns an `Arc` of the lock.\n\n```\nuse std::{sync::Arc, time::Duration};\nlet l = Arc::new(scalelock::", $sname, "::new(1));\nlet w = l.write();\nassert!(l.try_read_arc_recursive_for(Duration::from_millis(1)).is_none());\n```")]
+            pub fn try_read_arc_recursive_for(
+                self: &Arc<Self>,
+                timeout: Duration,
+            ) -> Option<ArcRwLockReadGuard<$raw, T>> {
+                Some(self.read_guard(self.as_lock_api().try_read_recursive_for(timeout)?))
+            }
+
+            #[doc = concat!("`try_read_recursive_until`, returning a guard that owns an `Arc` of the lock.\n\n```\nuse std::{sync::Arc, time::{Duration, Instant}};\nlet l = Arc::new(scalelock::", $sname, "::new(1));\nlet a = l.read_arc();\nassert!(l.try_read_arc_recursive_until(Instant::now() + Duration::from_millis(1)).is_some());\n```")]
+            pub fn try_read_arc_recursive_until(
+                self: &Arc<Self>,
+                deadline: Instant,
+            ) -> Option<ArcRwLockReadGuard<$raw, T>> {
+                Some(self.read_guard(self.as_lock_api().try_read_recursive_until(deadline)?))
+            }
+
             #[doc = concat!("`write`, returning a guard that owns an `Arc` of the lock.\n\n```\nuse std::sync::Arc;\nlet l = Arc::new(scalelock::", $sname, "::new(1));\n*l.write_arc() += 1;\nassert_eq!(*l.read(), 2);\n```")]
             #[track_caller]
             pub fn write_arc(self: &Arc<Self>) -> ArcRwLockWriteGuard<$raw, T> {

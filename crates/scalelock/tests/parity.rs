@@ -134,6 +134,10 @@ mod arc_lock {
                     assert!(l.try_write_arc_for(Duration::from_millis(1)).is_none());
                     assert!(l.try_read_arc().is_some());
                     assert!(l.try_read_recursive_arc().is_some());
+                    assert!(l
+                        .try_read_arc_recursive_for(Duration::from_millis(1))
+                        .is_some());
+                    assert!(l.try_read_arc_recursive_until(Instant::now()).is_some());
                     drop((a, b, c));
                     assert!(l.try_write_arc().is_some());
                 }
@@ -149,6 +153,9 @@ mod arc_lock {
                         .try_read_arc_until(Instant::now() + Duration::from_millis(1))
                         .is_none());
                     assert!(l.try_upgradable_read_arc().is_none());
+                    assert!(l
+                        .try_read_arc_recursive_for(Duration::from_millis(1))
+                        .is_none());
                     assert!(l
                         .try_upgradable_read_arc_for(Duration::from_millis(1))
                         .is_none());
