@@ -470,7 +470,10 @@ fn a_bias_paused_for_a_writer_that_gives_up_comes_back() {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "the bias heuristics weigh measured nanoseconds, which Miri's virtual clock does not give")]
+#[cfg_attr(
+    miri,
+    ignore = "the bias heuristics weigh measured nanoseconds, which Miri's virtual clock does not give"
+)]
 fn the_bias_switches_off_when_no_reader_gains_from_it() {
     within(10, "a writer alone", || {
         let lock = BiasedRwLock::new(0);

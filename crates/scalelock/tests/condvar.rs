@@ -270,23 +270,34 @@ fn wait_while_until_is_not_rechecked_after_the_timeout() {
     // The state changes (without a notification) while the thread waits: after the timeout the
     // result is "timed out" and the condition is not called again.
     bounded("wait_while_until", Duration::from_secs(20), || {
-        let p = Arc::new((Mutex::new(0u32), Condvar::new()));
+        // (value, the waiter has checked the condition)
+        let p = Arc::new((Mutex::new((0u32, false)), Condvar::new()));
         let q = Arc::clone(&p);
         let t = std::thread::spawn(move || {
             let mut g = q.0.lock();
             let mut calls = 0;
             let r = q.1.wait_while_until(
                 &mut g,
-                |v| {
+                |s| {
                     calls += 1;
-                    *v == 0
+                    s.1 = true;
+                    s.0 == 0
                 },
                 Instant::now() + Duration::from_millis(50),
             );
-            (r.timed_out(), calls, *g)
+            (r.timed_out(), calls, g.0)
         });
-        std::thread::sleep(Duration::from_millis(10));
-        *p.0.lock() = 1;
+        // The waiter checked the condition under the mutex and releases it only inside `wait`:
+        // the value changes while it waits.
+        loop {
+            let mut g = p.0.lock();
+            if g.1 {
+                g.0 = 1;
+                break;
+            }
+            drop(g);
+            std::thread::yield_now();
+        }
         assert_eq!(t.join().unwrap(), (true, 1, 1));
     });
 }
