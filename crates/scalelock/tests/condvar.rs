@@ -27,6 +27,16 @@ fn notify_one_wakes_a_waiter() {
 }
 
 #[test]
+fn a_condvar_is_four_words() {
+    // The documented size (parking_lot's is one word): queue head and tail, the count, and the
+    // internal lock.
+    assert_eq!(
+        std::mem::size_of::<Condvar>(),
+        4 * std::mem::size_of::<usize>()
+    );
+}
+
+#[test]
 fn notify_without_waiters_is_a_no_op() {
     let cv = Condvar::new();
     assert!(!cv.notify_one());
