@@ -23,7 +23,8 @@ use core::mem::{self, ManuallyDrop};
 use core::ops::{Deref, DerefMut};
 use core::ptr;
 use lock_api::{
-    RawMutexFair, RawRwLockDowngrade, RawRwLockUpgradeDowngrade, RawRwLockUpgradeTimed,
+    RawMutexFair, RawRwLockDowngrade, RawRwLockFair, RawRwLockUpgradeDowngrade,
+    RawRwLockUpgradeTimed,
 };
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -185,6 +186,52 @@ impl<R: ArcLockRawMutex + RawMutexFair, T: ?Sized> ArcMutexGuard<R, T> {
         unsafe { s.mutex.force_unlock_fair() };
         // SAFETY: `mutex` is the guard's field.
         drop(unsafe { take_arc(s, |g| &g.mutex) });
+    }
+
+    /// Unlocks the mutex fairly and returns the `Arc` the guard held.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let m = Arc::new(scalelock::Mutex::new(()));
+    /// let back = scalelock::ArcMutexGuard::into_arc_fair(m.lock_arc());
+    /// assert!(!back.is_locked());
+    /// ```
+    pub fn into_arc_fair(s: Self) -> Arc<R::Lock<T>> {
+        // SAFETY: the guard holds the lock, released here exactly once (Drop does not run).
+        unsafe { s.mutex.force_unlock_fair() };
+        // SAFETY: `mutex` is the guard's field.
+        unsafe { take_arc(s, |g| &g.mutex) }
+    }
+
+    /// Unlocks the mutex fairly while `f` runs, then locks it again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let m = Arc::new(scalelock::Mutex::new(0));
+    /// let mut g = m.lock_arc();
+    /// scalelock::ArcMutexGuard::unlocked_fair(&mut g, || *m.lock() = 1);
+    /// assert_eq!(*g, 1);
+    /// ```
+    pub fn unlocked_fair<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+        // SAFETY: the guard holds the lock; it is taken again before the guard is usable.
+        unsafe { s.mutex.force_unlock_fair() };
+        let r = f();
+        mem::forget(s.mutex.lock());
+        r
+    }
+
+    /// Lets a waiting thread have the mutex for a while, if one waits, and takes it back.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let m = Arc::new(scalelock::Mutex::new(0));
+    /// let mut g = m.lock_arc();
+    /// scalelock::ArcMutexGuard::bump(&mut g); // nobody waits: keeps the lock
+    /// *g += 1;
+    /// ```
+    pub fn bump(s: &mut Self) {
+        // SAFETY: the guard holds the lock, which `bump` requires and leaves held on return.
+        unsafe { RawMutexFair::bump(s.mutex.raw()) };
     }
 }
 
@@ -421,6 +468,78 @@ impl<R: ArcLockRawRwLock, T: ?Sized> ArcRwLockReadGuard<R, T> {
         unsafe { lock_api::RawRwLock::unlock_shared(raw::<R, T>(&s.rwlock)) };
         // SAFETY: `rwlock` is the guard's field.
         unsafe { take_arc(s, |g| &g.rwlock) }
+    }
+}
+
+impl<R: ArcLockRawRwLock, T: ?Sized> ArcRwLockReadGuard<R, T> {
+    /// Releases the read lock while `f` runs, then reads again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let l = Arc::new(scalelock::RwLock::new(0));
+    /// let mut r = l.read_arc();
+    /// scalelock::ArcRwLockReadGuard::unlocked(&mut r, || *l.write() = 1);
+    /// assert_eq!(*r, 1);
+    /// ```
+    pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+        // SAFETY: the guard holds a read lock; it holds one again before it is usable.
+        unsafe { lock_api::RawRwLock::unlock_shared(raw::<R, T>(&s.rwlock)) };
+        let r = f();
+        lock_api::RawRwLock::lock_shared(raw::<R, T>(&s.rwlock));
+        r
+    }
+}
+
+impl<R: ArcLockRawRwLock, T: ?Sized> ArcRwLockWriteGuard<R, T> {
+    /// Releases the write lock while `f` runs, then writes again.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let l = Arc::new(scalelock::BiasedRwLock::new(0));
+    /// let mut w = l.write_arc();
+    /// scalelock::ArcRwLockWriteGuard::unlocked(&mut w, || assert_eq!(*l.read(), 0));
+    /// *w = 1;
+    /// ```
+    pub fn unlocked<F: FnOnce() -> U, U>(s: &mut Self, f: F) -> U {
+        // SAFETY: the guard holds the write lock; it holds it again before it is usable.
+        unsafe { lock_api::RawRwLock::unlock_exclusive(raw::<R, T>(&s.rwlock)) };
+        let r = f();
+        lock_api::RawRwLock::lock_exclusive(raw::<R, T>(&s.rwlock));
+        r
+    }
+}
+
+impl<R: ArcLockRawRwLock + RawRwLockFair, T: ?Sized> ArcRwLockReadGuard<R, T> {
+    /// Releases the read lock fairly (a waiting writer, if any, goes next).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let l = Arc::new(scalelock::RwLock::new(0));
+    /// scalelock::ArcRwLockReadGuard::unlock_fair(l.read_arc());
+    /// assert!(!l.is_locked());
+    /// ```
+    pub fn unlock_fair(s: Self) {
+        // SAFETY: the guard holds a read lock, released here once (Drop does not run).
+        unsafe { RawRwLockFair::unlock_shared_fair(raw::<R, T>(&s.rwlock)) };
+        // SAFETY: `rwlock` is the guard's field.
+        drop(unsafe { take_arc(s, |g| &g.rwlock) });
+    }
+}
+
+impl<R: ArcLockRawRwLock + RawRwLockFair, T: ?Sized> ArcRwLockWriteGuard<R, T> {
+    /// Releases the write lock fairly (a waiting thread, if any, goes next).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let l = Arc::new(scalelock::RwLock::new(0));
+    /// scalelock::ArcRwLockWriteGuard::unlock_fair(l.write_arc());
+    /// assert!(!l.is_locked());
+    /// ```
+    pub fn unlock_fair(s: Self) {
+        // SAFETY: the guard holds the write lock, released here once (Drop does not run).
+        unsafe { RawRwLockFair::unlock_exclusive_fair(raw::<R, T>(&s.rwlock)) };
+        // SAFETY: `rwlock` is the guard's field.
+        drop(unsafe { take_arc(s, |g| &g.rwlock) });
     }
 }
 

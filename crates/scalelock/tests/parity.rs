@@ -203,6 +203,29 @@ mod arc_lock {
     rwlock_arc_tests!(biased, BiasedRwLock);
 
     #[test]
+    fn owned_guards_unlock_for_a_closure_and_unlock_fairly() {
+        let m = Arc::new(Mutex::new(0));
+        let mut g = m.lock_arc();
+        ArcMutexGuard::unlocked_fair(&mut g, || *m.lock() = 1);
+        ArcMutexGuard::bump(&mut g);
+        assert_eq!(*g, 1);
+        assert!(m.try_lock().is_none());
+        assert!(!ArcMutexGuard::into_arc_fair(g).is_locked());
+
+        let l = Arc::new(RwLock::new(0));
+        let mut r = l.read_arc();
+        ArcRwLockReadGuard::unlocked(&mut r, || *l.write() = 1);
+        assert_eq!(*r, 1);
+        assert!(l.try_write().is_none());
+        ArcRwLockReadGuard::unlock_fair(r);
+        let mut w = l.write_arc();
+        ArcRwLockWriteGuard::unlocked(&mut w, || assert_eq!(*l.read(), 1));
+        assert!(l.try_read().is_none());
+        ArcRwLockWriteGuard::unlock_fair(w);
+        assert!(!l.is_locked());
+    }
+
+    #[test]
     fn reentrant_mutex_lock_arc_is_reentrant() {
         let m = Arc::new(ReentrantMutex::new(1));
         let a = m.lock_arc();
