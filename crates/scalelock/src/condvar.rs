@@ -2,39 +2,90 @@
 //!
 //! # Design
 //!
-//! Three words: a futex **sequence** that every notification bumps, a count of threads inside
-//! `wait`, and the mutex those threads use.
+//! A queue of the threads inside `wait`, guarded by a small internal [`RawMutex`], and a count of
+//! the queued threads that notifiers read without locking (so a notification with nobody waiting
+//! costs one load). Each waiter's queue entry lives on its own stack and carries its own futex
+//! word, so a notification picks *which* waiters it wakes and counts them exactly:
 //!
-//! - `wait` reads the sequence while still holding the mutex, unlocks, and sleeps until the
-//!   sequence moves (or the deadline passes). It then re-takes the mutex as a thread that has slept
-//!   (see [`RawMutex`](crate::RawMutex)): it keeps the mutex marked contended, because it may have
-//!   been requeued there behind others.
-//! - `notify_one` bumps the sequence and wakes one sleeper, and is free (no system call, no write)
-//!   when nobody waits.
-//! - `notify_all` bumps the sequence, wakes **one** sleeper, and moves all the others onto the
-//!   mutex's futex word (`FUTEX_CMP_REQUEUE`), so they are woken one at a time as the mutex is
-//!   released instead of stampeding for it: the woken one re-takes the mutex with `CONTENDED`
-//!   set, so its unlock wakes the next, and so on.
+//! - `wait` queues its entry while still holding the user's mutex, unlocks it, and sleeps on the
+//!   entry's word until a notifier claims the entry (or the deadline passes). It then re-takes
+//!   the mutex as a thread that has slept (see [`RawMutex`]), which leaves the mutex marked so
+//!   that its unlock wakes the next sleeper: it may have been requeued there behind others.
+//! - `notify_one` dequeues the oldest entry, claims it and wakes its thread. It returns whether
+//!   there was one.
+//! - `notify_all` dequeues every entry and claims them all. It moves the threads whose mutex is
+//!   the first waiter's onto that mutex's futex word (`FUTEX_CMP_REQUEUE`, waking none), wakes
+//!   those that use another mutex, and wakes the first waiter **last**: it re-takes the mutex
+//!   with the wake-up flag set, so its unlock wakes one moved thread, whose unlock wakes the
+//!   next, and so on, instead of all of them stampeding for the mutex. It returns how many
+//!   entries it dequeued: exactly the threads that were inside `wait`, unclaimed, at the call.
+//! - A timed wait whose deadline passes takes the internal lock and, if its entry is still
+//!   queued (unclaimed), removes it and reports a timeout; if a notifier claimed it first, the
+//!   wait reports a notification, as that notifier counted it.
+//! - A notifier holds the internal lock from dequeuing until its last futex call, and a claimed
+//!   waiter takes and releases that lock before it leaves `wait`: so no notifier touches an
+//!   entry after its thread has returned (the entry lives on that thread's stack).
 //!
 //! ```text
-//!  sequence word (futex):  n ──notify_one/notify_all──▶ n+1   (wrapping)
-//!  waiters:                +1 on entering wait, −1 on leaving it
-//!  mutex:                  null ──first wait──▶ &mutex ──wait with another mutex──▶ MIXED
-//!                          (MIXED: never requeue again, notify_all wakes everybody)
+//!  entry.state (futex word, one per waiting thread):
+//!
+//!    WAITING ──notify_one/notify_all (dequeues it, under the internal lock)──▶ NOTIFIED
+//!       │                                                                   (wait returns true)
+//!       └──deadline passed, still queued (wait removes it, under the lock)──▶ gone
+//!                                                                           (wait returns false)
+//!
+//!  queue (under the internal lock):  wait pushes at the back; notify_one pops the front;
+//!                                    notify_all takes all; a timed-out wait unlinks itself
+//!  queued (atomic):                  the queue's length, written under the lock, read by
+//!                                    notifiers without it (0: nothing to do)
 //! ```
 //!
-//! Spurious wake-ups are allowed by the API, as with every condvar, but arise only from signals,
-//! a timed-out requeued waiter, or a notification racing with a new waiter.
+//! No spurious wake-ups: `wait` returns only when claimed or timed out (a signal or an early
+//! futex return makes it sleep again).
 
 use crate::mutex::RawMutex;
-use crate::sync::{AtomicPtr, AtomicU32, Ordering};
+use crate::sync::{AtomicU32, Ordering};
 use crate::wait::{futex, Deadline};
+use core::cell::{Cell, UnsafeCell};
 use core::ptr;
 
-/// Marker stored in `Condvar::mutex` once waiters have used more than one mutex.
-const MIXED: *mut RawMutex = 1 as *mut RawMutex;
+/// `Waiter::state` while the entry is queued.
+const WAITING: u32 = 0;
+/// `Waiter::state` once a notifier has dequeued (claimed) the entry.
+const NOTIFIED: u32 = 1;
+
+/// One thread inside `wait`: a queue entry on that thread's stack.
+struct Waiter {
+    /// The futex word the thread sleeps on: [`WAITING`], then [`NOTIFIED`].
+    state: AtomicU32,
+    /// The mutex the thread re-takes (alive while the thread waits: it borrows it).
+    mutex: *const RawMutex,
+    /// Queue links, read and written only under `Condvar::lock`.
+    prev: Cell<*const Waiter>,
+    next: Cell<*const Waiter>,
+}
+
+/// The waiting threads, oldest first.
+struct Queue {
+    head: *const Waiter,
+    tail: *const Waiter,
+}
 
 /// A condition variable that works with [`Mutex`](crate::Mutex).
+///
+/// Like `parking_lot::Condvar` it has no spurious wake-ups, can be built in a `static`, needs no
+/// drop glue, and `notify_all` wakes one thread and moves the others onto the mutex. Where it
+/// differs from parking_lot:
+///
+/// - One condvar may serve several mutexes, even at the same time (parking_lot panics when a
+///   thread waits with a second mutex while others wait with the first). `notify_all` then wakes
+///   the threads that use another mutex than the first waiter's instead of moving them.
+/// - `notify_one` wakes the thread even when the mutex is locked (parking_lot moves it onto the
+///   mutex in that case).
+/// - It is four words, not one (a queue head and tail, a count, and the internal lock's word and
+///   spin estimate).
+/// - It works with scalelock's [`Mutex`](crate::Mutex) and, through
+///   [`wait_raw`](Condvar::wait_raw), with any [`RawMutex`].
 ///
 /// ```
 /// use scalelock::{Condvar, Mutex};
@@ -53,10 +104,18 @@ const MIXED: *mut RawMutex = 1 as *mut RawMutex;
 /// assert!(*ready);
 /// ```
 pub struct Condvar {
-    seq: AtomicU32,
-    waiters: AtomicU32,
-    mutex: AtomicPtr<RawMutex>,
+    /// Guards `queue` and the links of every queued entry.
+    lock: RawMutex,
+    /// The queue's length; written under `lock`, read by notifiers without it.
+    queued: AtomicU32,
+    queue: UnsafeCell<Queue>,
 }
+
+// SAFETY: the queue's raw pointers are only followed under `lock`, and point at entries whose
+// threads are blocked inside `wait_raw` until a notifier (holding `lock`) has finished with them.
+unsafe impl Sync for Condvar {}
+// SAFETY: a condvar that can be moved is borrowed by nobody, so its queue is empty.
+unsafe impl Send for Condvar {}
 
 /// Whether a timed wait returned because its time ran out.
 ///
@@ -71,7 +130,13 @@ pub struct Condvar {
 pub struct WaitTimeoutResult(bool);
 
 impl WaitTimeoutResult {
-    /// True if the wait ended because the timeout elapsed.
+    /// True if the wait ended because the timeout elapsed (no notification claimed it first).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let (m, cv) = (scalelock::Mutex::new(()), scalelock::Condvar::new());
+    /// assert!(cv.wait_for(&mut m.lock(), Duration::ZERO).timed_out());
+    /// ```
     pub fn timed_out(self) -> bool {
         self.0
     }
@@ -79,12 +144,20 @@ impl WaitTimeoutResult {
 
 impl Condvar {
     /// A condition variable with no waiters.
+    ///
+    /// ```
+    /// static CV: scalelock::Condvar = scalelock::Condvar::new();
+    /// assert!(!CV.notify_one());
+    /// ```
     #[cfg(not(loom))]
     pub const fn new() -> Condvar {
         Condvar {
-            seq: AtomicU32::new(0),
-            waiters: AtomicU32::new(0),
-            mutex: AtomicPtr::new(ptr::null_mut()),
+            lock: RawMutex::new(),
+            queued: AtomicU32::new(0),
+            queue: UnsafeCell::new(Queue {
+                head: ptr::null(),
+                tail: ptr::null(),
+            }),
         }
     }
 
@@ -92,79 +165,223 @@ impl Condvar {
     #[cfg(loom)]
     pub fn new() -> Condvar {
         Condvar {
-            seq: AtomicU32::new(0),
-            waiters: AtomicU32::new(0),
-            mutex: AtomicPtr::new(ptr::null_mut()),
+            lock: RawMutex::new(),
+            queued: AtomicU32::new(0),
+            queue: UnsafeCell::new(Queue {
+                head: ptr::null(),
+                tail: ptr::null(),
+            }),
         }
     }
 
     /// Atomically releases `mutex`, sleeps until notified (or `deadline`), and re-acquires
-    /// `mutex`. Returns `false` if the deadline passed.
+    /// `mutex`. Returns `false` if the deadline passed before a notification claimed this thread.
     ///
-    /// This is the guard-free interface used by the preload library; Rust code uses
-    /// [`wait`](Condvar::wait) and friends.
+    /// This is the guard-free interface for code that holds a [`RawMutex`] directly; Rust code
+    /// uses [`wait`](Condvar::wait) and friends.
     ///
     /// # Safety
     /// The calling thread must hold `mutex`. It holds it again when this returns.
+    ///
+    /// ```
+    /// use scalelock::{wait::Deadline, Condvar, RawMutex};
+    /// use std::time::Duration;
+    /// let (m, cv) = (RawMutex::new(), Condvar::new());
+    /// m.lock();
+    /// // SAFETY: this thread holds `m`.
+    /// let notified = unsafe { cv.wait_raw(&m, Some(&Deadline::after(Duration::from_millis(1)))) };
+    /// assert!(!notified);
+    /// // SAFETY: held again after the wait.
+    /// unsafe { m.unlock() };
+    /// ```
     pub unsafe fn wait_raw(&self, mutex: &RawMutex, deadline: Option<&Deadline>) -> bool {
-        let m = mutex as *const RawMutex as *mut RawMutex;
-        let current = self.mutex.load(Ordering::Relaxed);
-        if current != m && current != MIXED {
-            if let Err(other) = self.mutex.compare_exchange(
-                ptr::null_mut(),
-                m,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                if other != m {
-                    self.mutex.store(MIXED, Ordering::Relaxed);
-                }
-            }
-        }
-        self.waiters.fetch_add(1, Ordering::Relaxed);
-        // Read while still holding the mutex: a notifier that holds the mutex after us bumps it
-        // later, so the futex below cannot miss that notification.
-        let seq = self.seq.load(Ordering::Relaxed);
+        let me = Waiter {
+            state: AtomicU32::new(WAITING),
+            mutex,
+            prev: Cell::new(ptr::null()),
+            next: Cell::new(ptr::null()),
+        };
+        self.lock.lock();
+        // SAFETY: `lock` is held; `me` stays queued only while this thread is blocked below
+        // (it leaves only once dequeued by a notifier or after unlinking itself).
+        unsafe { self.push_back(&me) };
+        self.unlock_internal();
+        // Queued before the mutex is released: a notifier that takes the mutex after us finds us.
         // SAFETY: the caller holds `mutex` (this function's contract).
         unsafe { mutex.unlock() };
-        let in_time = futex::wait(&self.seq, seq, deadline);
-        self.waiters.fetch_sub(1, Ordering::Relaxed);
+        let mut notified = true;
+        loop {
+            if me.state.load(Ordering::Acquire) == NOTIFIED {
+                // The notifier may still be in its futex call on `me.state`: wait for it to
+                // release the internal lock before `me` goes out of scope.
+                self.lock.lock();
+                self.unlock_internal();
+                break;
+            }
+            if !futex::wait(&me.state, WAITING, deadline) {
+                self.lock.lock();
+                if me.state.load(Ordering::Relaxed) == WAITING {
+                    // SAFETY: `lock` is held and `me` is still queued (not claimed).
+                    unsafe { self.unlink(&me) };
+                    notified = false;
+                }
+                self.unlock_internal();
+                break;
+            }
+        }
         mutex.lock_after_wake();
-        in_time
+        notified
     }
 
-    /// Wakes one waiting thread; returns whether one was woken.
+    /// Wakes the thread that has waited longest; returns whether there was one (a thread inside
+    /// `wait`, not yet claimed by another notification, whose deadline had not made it leave).
+    ///
+    /// ```
+    /// let cv = scalelock::Condvar::new();
+    /// assert!(!cv.notify_one()); // nobody waits
+    /// ```
     pub fn notify_one(&self) -> bool {
-        if self.waiters.load(Ordering::Relaxed) == 0 {
+        if self.queued.load(Ordering::Relaxed) == 0 {
             return false;
         }
-        self.seq.fetch_add(1, Ordering::Relaxed);
-        futex::wake(&self.seq, 1) > 0
+        self.lock.lock();
+        // SAFETY: `lock` is held.
+        let w = unsafe { self.pop_front() };
+        if !w.is_null() {
+            // SAFETY: a dequeued entry's thread stays inside `wait_raw` until it has taken
+            // `lock`, which this thread holds until it is done with the entry.
+            let w = unsafe { &*w };
+            w.state.store(NOTIFIED, Ordering::Release);
+            futex::wake(&w.state, 1);
+        }
+        self.unlock_internal();
+        !w.is_null()
     }
 
-    /// Wakes every waiting thread, letting them take the mutex one at a time; returns how many
-    /// were woken or moved to the mutex.
+    /// Wakes every waiting thread, letting those that share the first waiter's mutex take it one
+    /// at a time; returns how many threads it woke (or moved onto the mutex): exactly those
+    /// inside `wait` at the call and not claimed by an earlier notification.
+    ///
+    /// ```
+    /// let cv = scalelock::Condvar::new();
+    /// assert_eq!(cv.notify_all(), 0); // nobody waits
+    /// ```
     pub fn notify_all(&self) -> usize {
-        if self.waiters.load(Ordering::Relaxed) == 0 {
+        if self.queued.load(Ordering::Relaxed) == 0 {
             return 0;
         }
-        let seq = self.seq.fetch_add(1, Ordering::Relaxed).wrapping_add(1);
-        let m = self.mutex.load(Ordering::Relaxed);
-        if m.is_null() || m == MIXED {
-            return futex::wake(&self.seq, u32::MAX) as usize;
+        self.lock.lock();
+        // SAFETY: `lock` is held.
+        let first = unsafe { self.take_all() };
+        let mut count = 0usize;
+        if !first.is_null() {
+            // SAFETY (all dereferences below): every dequeued entry's thread stays inside
+            // `wait_raw`, with its entry and its mutex alive, until it has taken `lock`, which
+            // this thread holds until the end.
+            let head = unsafe { &*first };
+            let target = head.mutex;
+            let mut w = head.next.get();
+            while !w.is_null() {
+                let entry = unsafe { &*w };
+                let next = entry.next.get();
+                entry.state.store(NOTIFIED, Ordering::Release);
+                if entry.mutex == target {
+                    // Moved, not woken: `head` re-takes `target` after this loop has run and
+                    // its unlock starts the chain of wake-ups along the mutex.
+                    let mutex = unsafe { &*target };
+                    futex::requeue_all(&entry.state, NOTIFIED, mutex.futex_word());
+                } else {
+                    futex::wake(&entry.state, 1);
+                }
+                count += 1;
+                w = next;
+            }
+            head.state.store(NOTIFIED, Ordering::Release);
+            futex::wake(&head.state, 1);
+            count += 1;
         }
-        // SAFETY: `m` was stored by a thread inside `wait_raw` with this mutex; a waiter is still
-        // inside (waiters > 0), and the condvar is used with this one mutex (else it is MIXED), so
-        // the mutex is alive: the waiter borrows it until it returns.
-        let mutex = unsafe { &*m };
-        // The requeue wakes one waiter first. It re-takes the mutex as a thread that has slept,
-        // which leaves CONTENDED set, so its unlock wakes the next requeued waiter, and so on:
-        // the chain needs no extra wake-up here (the loom models check it).
-        match futex::requeue(&self.seq, seq, mutex.futex_word()) {
-            Some(n) => n as usize,
-            // Another notification moved the sequence on: waking everybody is always correct.
-            None => futex::wake(&self.seq, u32::MAX) as usize,
+        self.unlock_internal();
+        count
+    }
+
+    /// Releases the internal lock; called only by the thread that took it just before.
+    #[inline]
+    fn unlock_internal(&self) {
+        // SAFETY: every call follows a `self.lock.lock()` by this thread in the same function.
+        unsafe { self.lock.unlock() };
+    }
+
+    /// Appends `w` to the queue.
+    ///
+    /// # Safety
+    /// `lock` is held; `w` stays alive and in place until it is dequeued or unlinked.
+    unsafe fn push_back(&self, w: &Waiter) {
+        // SAFETY: `lock` is held (the caller's contract), so this is the only access to `queue`.
+        let q = unsafe { &mut *self.queue.get() };
+        w.prev.set(q.tail);
+        w.next.set(ptr::null());
+        if q.tail.is_null() {
+            q.head = w;
+        } else {
+            // SAFETY: queued entries are alive (see `push_back`'s contract).
+            unsafe { (*q.tail).next.set(w) };
         }
+        q.tail = w;
+        self.queued
+            .store(self.queued.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+    }
+
+    /// Removes and returns the oldest entry (null if none).
+    ///
+    /// # Safety
+    /// `lock` is held.
+    unsafe fn pop_front(&self) -> *const Waiter {
+        // SAFETY: `lock` is held (the caller's contract).
+        let q = unsafe { &mut *self.queue.get() };
+        let w = q.head;
+        if !w.is_null() {
+            // SAFETY: queued entries are alive.
+            unsafe { self.unlink(&*w) };
+        }
+        w
+    }
+
+    /// Empties the queue; returns its first entry (the others follow through `next`).
+    ///
+    /// # Safety
+    /// `lock` is held.
+    unsafe fn take_all(&self) -> *const Waiter {
+        // SAFETY: `lock` is held (the caller's contract).
+        let q = unsafe { &mut *self.queue.get() };
+        let first = q.head;
+        q.head = ptr::null();
+        q.tail = ptr::null();
+        self.queued.store(0, Ordering::Relaxed);
+        first
+    }
+
+    /// Removes the queued entry `w`.
+    ///
+    /// # Safety
+    /// `lock` is held and `w` is queued.
+    unsafe fn unlink(&self, w: &Waiter) {
+        // SAFETY: `lock` is held (the caller's contract).
+        let q = unsafe { &mut *self.queue.get() };
+        let (prev, next) = (w.prev.get(), w.next.get());
+        if prev.is_null() {
+            q.head = next;
+        } else {
+            // SAFETY: queued entries are alive.
+            unsafe { (*prev).next.set(next) };
+        }
+        if next.is_null() {
+            q.tail = prev;
+        } else {
+            // SAFETY: queued entries are alive.
+            unsafe { (*next).prev.set(prev) };
+        }
+        self.queued
+            .store(self.queued.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
     }
 }
 
@@ -189,8 +406,26 @@ mod guarded {
             }
         }
 
-        /// Blocks until notified. Spurious wake-ups are possible; prefer
-        /// [`wait_while`](Condvar::wait_while).
+        /// The loop of `wait_while_*`, as parking_lot runs it: `condition` is called before the
+        /// first wait and after each wait that was notified, never after a timeout; the result
+        /// says whether the last wait timed out.
+        fn wait_while_deadline<T: ?Sized, F: FnMut(&mut T) -> bool>(
+            &self,
+            guard: &mut MutexGuard<'_, T>,
+            mut condition: F,
+            deadline: Option<&Deadline>,
+        ) -> WaitTimeoutResult {
+            let mut timed_out = false;
+            while !timed_out && condition(&mut **guard) {
+                timed_out = !self.wait_guard(guard, deadline);
+            }
+            WaitTimeoutResult(timed_out)
+        }
+
+        /// Blocks until notified. There are no spurious wake-ups (it returns only once a
+        /// notification has claimed this thread), but another thread may have taken the mutex and
+        /// changed the state first, so a loop around the condition
+        /// ([`wait_while`](Condvar::wait_while)) is still the usual pattern.
         ///
         /// ```
         /// use scalelock::{Condvar, Mutex};
@@ -262,8 +497,10 @@ mod guarded {
             WaitTimeoutResult(!self.wait_guard(guard, Some(&deadline)))
         }
 
-        /// Blocks while `condition` returns true, until `timeout` passes. Returns whether it
-        /// timed out (with the condition still true).
+        /// Blocks while `condition` returns true, until `timeout` passes. As in parking_lot,
+        /// `condition` is called before the first wait and after each notified wait, but not after
+        /// the timeout: the result says whether the timeout elapsed (the condition was true at
+        /// its last check).
         ///
         /// ```
         /// use std::time::{Duration, Instant};
@@ -275,16 +512,11 @@ mod guarded {
         pub fn wait_while_until<T: ?Sized, F: FnMut(&mut T) -> bool>(
             &self,
             guard: &mut MutexGuard<'_, T>,
-            mut condition: F,
+            condition: F,
             timeout: Instant,
         ) -> WaitTimeoutResult {
             let deadline = Deadline::at(timeout);
-            while condition(&mut **guard) {
-                if !self.wait_guard(guard, Some(&deadline)) {
-                    return WaitTimeoutResult(condition(&mut **guard));
-                }
-            }
-            WaitTimeoutResult(false)
+            self.wait_while_deadline(guard, condition, Some(&deadline))
         }
 
         /// Blocks while `condition` returns true, for at most `timeout`.
@@ -302,13 +534,10 @@ mod guarded {
             condition: F,
             timeout: Duration,
         ) -> WaitTimeoutResult {
-            let until = Instant::now().checked_add(timeout);
-            match until {
+            // A timeout too far away to be an `Instant` waits without one, as in parking_lot.
+            match Instant::now().checked_add(timeout) {
                 Some(t) => self.wait_while_until(guard, condition, t),
-                None => {
-                    self.wait_while(guard, condition);
-                    WaitTimeoutResult(false)
-                }
+                None => self.wait_while_deadline(guard, condition, None),
             }
         }
     }
@@ -323,7 +552,7 @@ impl Default for Condvar {
 impl core::fmt::Debug for Condvar {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Condvar")
-            .field("waiters", &self.waiters.load(Ordering::Relaxed))
+            .field("waiters", &self.queued.load(Ordering::Relaxed))
             .finish()
     }
 }

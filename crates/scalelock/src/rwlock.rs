@@ -1115,7 +1115,7 @@ impl core::fmt::Debug for RawRwLock {
 /// deadlock behind a waiting writer. A small fixed table per thread: no allocation; a thread that
 /// holds more read locks than it has entries is simply not checked for the extra ones. Release
 /// builds (and loom) compile all of it away.
-#[cfg(all(debug_assertions, not(loom)))]
+#[cfg(all(debug_assertions, not(loom), not(feature = "send_guard")))]
 mod held {
     use core::cell::Cell;
 
@@ -1164,7 +1164,7 @@ mod held {
     }
 }
 
-#[cfg(not(all(debug_assertions, not(loom))))]
+#[cfg(not(all(debug_assertions, not(loom), not(feature = "send_guard"))))]
 mod held {
     #[inline(always)]
     pub(super) fn note_acquire<T>(_: &T) {}
@@ -1187,6 +1187,11 @@ mod api {
     unsafe impl lock_api::RawRwLock for RawRwLock {
         #[allow(clippy::declare_interior_mutable_const)]
         const INIT: RawRwLock = RawRwLock::new();
+        // `send_guard`: a guard may be released by another thread (the debug-build `held` check,
+        // which needs the acquiring thread's record, is off then).
+        #[cfg(feature = "send_guard")]
+        type GuardMarker = lock_api::GuardSend;
+        #[cfg(not(feature = "send_guard"))]
         type GuardMarker = lock_api::GuardNoSend;
 
         #[inline]

@@ -94,6 +94,10 @@ fn implements_rwlock_timed_downgrade_recursive_and_upgrade() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "compares every byte of the lock, padding included: Miri reports reading the uninitialised padding as UB"
+)]
 fn biased_reads_leave_the_lock_object_untouched() {
     let lock = BiasedRwLock::new(0u64);
     // SAFETY: only the raw lock's bytes and state are looked at.
@@ -116,6 +120,10 @@ fn biased_reads_leave_the_lock_object_untouched() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn writers_see_exclusive_access() {
     within(30, "128 threads mixing biased reads and writes", || {
         let lock = Arc::new(BiasedRwLock::new(()));
@@ -150,6 +158,10 @@ fn writers_see_exclusive_access() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn exclusive_access_holds_while_rare_writers_turn_the_bias_back_on() {
     // Rare writes: the bias pays, so each writer revokes it and turns it back on as it leaves,
     // and readers that arrive meanwhile wait for the bias by polling it. 64 threads on few
@@ -216,6 +228,10 @@ fn exclusive_access_holds_while_rare_writers_turn_the_bias_back_on() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn readers_see_consistent_snapshots() {
     within(
         30,
@@ -251,6 +267,10 @@ fn readers_see_consistent_snapshots() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn writers_complete_under_a_continuous_stream_of_readers() {
     within(60, "a writer under 64 continuous biased readers", || {
         let lock = Arc::new(BiasedRwLock::new(0u64));
@@ -283,6 +303,10 @@ fn writers_complete_under_a_continuous_stream_of_readers() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn readers_complete_under_a_continuous_stream_of_writers() {
     within(30, "a reader under 64 continuous writers", || {
         let lock = Arc::new(BiasedRwLock::new(0u64));
@@ -312,6 +336,10 @@ fn readers_complete_under_a_continuous_stream_of_writers() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn nested_reads_complete_under_a_revoking_writer() {
     within(30, "64 nested readers against 16 writers", || {
         let lock = Arc::new(BiasedRwLock::new(0u64));
@@ -372,6 +400,10 @@ fn bias_switches_off_for_writes_and_comes_back_when_they_stop() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn a_rare_writer_turns_the_bias_back_on_as_it_leaves() {
     within(10, "rare writes keep the bias", || {
         let lock = BiasedRwLock::new(0);
@@ -438,6 +470,10 @@ fn a_bias_paused_for_a_writer_that_gives_up_comes_back() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "the bias heuristics weigh measured nanoseconds, which Miri's virtual clock does not give"
+)]
 fn the_bias_switches_off_when_no_reader_gains_from_it() {
     within(10, "a writer alone", || {
         let lock = BiasedRwLock::new(0);
@@ -524,6 +560,10 @@ fn more_read_locks_than_the_thread_record_fall_back_to_the_lock() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn upgrades_lose_no_update() {
     within(30, "upgraders, readers and writers", || {
         let lock = Arc::new(BiasedRwLock::new(0u64));

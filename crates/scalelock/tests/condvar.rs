@@ -27,6 +27,16 @@ fn notify_one_wakes_a_waiter() {
 }
 
 #[test]
+fn a_condvar_is_four_words() {
+    // The documented size (parking_lot's is one word): queue head and tail, the count, and the
+    // internal lock.
+    assert_eq!(
+        std::mem::size_of::<Condvar>(),
+        4 * std::mem::size_of::<usize>()
+    );
+}
+
+#[test]
 fn notify_without_waiters_is_a_no_op() {
     let cv = Condvar::new();
     assert!(!cv.notify_one());
@@ -73,7 +83,7 @@ fn wait_while_for_reports_condition_still_true_on_timeout() {
 fn notify_all_wakes_every_waiter() {
     bounded("notify_all wakes all", Duration::from_secs(30), || {
         let p = Arc::new((Mutex::new(0u32), Condvar::new(), AtomicUsize::new(0)));
-        let waiters = 48;
+        let waiters = if cfg!(miri) { 4 } else { 48 };
         let handles: Vec<_> = (0..waiters)
             .map(|_| {
                 let q = Arc::clone(&p);
@@ -103,7 +113,7 @@ fn notify_all_requeued_waiters_each_get_the_mutex() {
     // Waiters requeued onto the mutex must all come through even when each holds it a while.
     bounded("requeued waiters", Duration::from_secs(30), || {
         let p = Arc::new((Mutex::new((false, 0u32)), Condvar::new()));
-        let n = 32;
+        let n = if cfg!(miri) { 4 } else { 32 };
         let handles: Vec<_> = (0..n)
             .map(|_| {
                 let q = Arc::clone(&p);
@@ -144,6 +154,277 @@ fn a_condvar_used_with_two_mutexes_in_turn_still_works() {
     });
 }
 
+/// Starts `n` threads that each count themselves in under the mutex and then wait (with
+/// `wait_while` on the flag). Returns once all `n` are counted: from then on each is inside
+/// `wait`, though some may not be asleep yet.
+fn start_waiters(
+    p: &Arc<(Mutex<(bool, usize)>, Condvar)>,
+    n: usize,
+) -> Vec<std::thread::JoinHandle<()>> {
+    let handles = (0..n)
+        .map(|_| {
+            let q = Arc::clone(p);
+            std::thread::spawn(move || {
+                let mut g = q.0.lock();
+                g.1 += 1;
+                q.1.wait_while(&mut g, |s| !s.0);
+            })
+        })
+        .collect();
+    while p.0.lock().1 < n {
+        std::thread::yield_now();
+    }
+    handles
+}
+
+#[test]
+fn notify_all_counts_every_waiter_even_one_not_yet_asleep() {
+    // The mutex is taken right after the last waiter released it inside `wait`: that waiter is
+    // often still on its way to sleep, and must be counted all the same.
+    bounded("notify_all count", Duration::from_secs(60), || {
+        let rounds = if cfg!(miri) { 2 } else { 300 };
+        let n = if cfg!(miri) { 3 } else { 10 };
+        for round in 0..rounds {
+            let p = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
+            let handles = start_waiters(&p, n);
+            let mut g = p.0.lock();
+            g.0 = true;
+            let woken = p.1.notify_all();
+            drop(g);
+            assert_eq!(woken, n, "round {round}");
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_eq!(p.1.notify_all(), 0, "round {round}: nobody waits any more");
+        }
+    });
+}
+
+#[test]
+fn notify_one_counts_each_waiter_once() {
+    bounded("notify_one count", Duration::from_secs(60), || {
+        let rounds = if cfg!(miri) { 2 } else { 100 };
+        let n = if cfg!(miri) { 2 } else { 4 };
+        for round in 0..rounds {
+            let p = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
+            let handles = start_waiters(&p, n);
+            let mut g = p.0.lock();
+            g.0 = true;
+            for i in 0..n {
+                assert!(p.1.notify_one(), "round {round}: waiter {i} not found");
+            }
+            assert!(
+                !p.1.notify_one(),
+                "round {round}: all {n} were claimed already"
+            );
+            assert_eq!(p.1.notify_all(), 0, "round {round}");
+            drop(g);
+            for h in handles {
+                h.join().unwrap();
+            }
+        }
+    });
+}
+
+#[test]
+fn a_timed_out_waiter_is_not_counted() {
+    let (m, cv) = (Mutex::new(()), Condvar::new());
+    let mut g = m.lock();
+    assert!(cv.wait_for(&mut g, Duration::from_millis(2)).timed_out());
+    assert_eq!(cv.notify_all(), 0);
+    assert!(!cv.notify_one());
+}
+
+#[test]
+fn a_notified_timed_waiter_reports_no_timeout() {
+    bounded("timed waiter notified", Duration::from_secs(20), || {
+        let p = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
+        let q = Arc::clone(&p);
+        let t = std::thread::spawn(move || {
+            let mut g = q.0.lock();
+            g.1 += 1;
+            q.1.wait_while_for(&mut g, |s| !s.0, Duration::from_secs(30))
+        });
+        while p.0.lock().1 == 0 {
+            std::thread::yield_now();
+        }
+        let mut g = p.0.lock();
+        g.0 = true;
+        assert!(p.1.notify_one());
+        drop(g);
+        assert!(!t.join().unwrap().timed_out());
+    });
+}
+
+#[test]
+fn wait_while_for_calls_the_condition_once_when_nothing_notifies() {
+    // parking_lot: the condition is checked before the first wait and after each notified wait,
+    // never after the timeout.
+    let (m, cv) = (Mutex::new(0), Condvar::new());
+    let mut g = m.lock();
+    let mut calls = 0;
+    let r = cv.wait_while_for(
+        &mut g,
+        |_| {
+            calls += 1;
+            true
+        },
+        Duration::from_millis(5),
+    );
+    assert!(r.timed_out());
+    assert_eq!(calls, 1);
+}
+
+#[test]
+fn wait_while_until_is_not_rechecked_after_the_timeout() {
+    // The state changes (without a notification) while the thread waits: after the timeout the
+    // result is "timed out" and the condition is not called again.
+    bounded("wait_while_until", Duration::from_secs(20), || {
+        // (value, the waiter has checked the condition)
+        let p = Arc::new((Mutex::new((0u32, false)), Condvar::new()));
+        let q = Arc::clone(&p);
+        let t = std::thread::spawn(move || {
+            let mut g = q.0.lock();
+            let mut calls = 0;
+            let r = q.1.wait_while_until(
+                &mut g,
+                |s| {
+                    calls += 1;
+                    s.1 = true;
+                    s.0 == 0
+                },
+                Instant::now() + Duration::from_millis(50),
+            );
+            (r.timed_out(), calls, g.0)
+        });
+        // The waiter checked the condition under the mutex and releases it only inside `wait`:
+        // the value changes while it waits.
+        loop {
+            let mut g = p.0.lock();
+            if g.1 {
+                g.0 = 1;
+                break;
+            }
+            drop(g);
+            std::thread::yield_now();
+        }
+        assert_eq!(t.join().unwrap(), (true, 1, 1));
+    });
+}
+
+#[test]
+fn wait_while_for_checks_again_after_each_notification() {
+    bounded("wait_while_for notified", Duration::from_secs(20), || {
+        let p = Arc::new((Mutex::new((0u32, false)), Condvar::new()));
+        let q = Arc::clone(&p);
+        let t = std::thread::spawn(move || {
+            let mut g = q.0.lock();
+            g.1 = true;
+            let mut calls = 0;
+            let r = q.1.wait_while_for(
+                &mut g,
+                |v| {
+                    calls += 1;
+                    v.0 < 2
+                },
+                Duration::from_secs(30),
+            );
+            (r.timed_out(), calls)
+        });
+        for v in 1..=2 {
+            loop {
+                let mut g = p.0.lock();
+                // The waiter is inside `wait` whenever it is not holding the mutex.
+                if g.1 && p.1.notify_one() {
+                    g.0 = v;
+                    break;
+                }
+                drop(g);
+                std::thread::yield_now();
+            }
+        }
+        assert_eq!(t.join().unwrap(), (false, 3));
+    });
+}
+
+#[test]
+fn one_condvar_serves_two_mutexes_at_the_same_time() {
+    // parking_lot panics here; scalelock wakes both.
+    bounded("two mutexes at once", Duration::from_secs(20), || {
+        let cv = Arc::new(Condvar::new());
+        let ms: Vec<_> = (0..2)
+            .map(|_| Arc::new(Mutex::new((false, 0usize))))
+            .collect();
+        let handles: Vec<_> = ms
+            .iter()
+            .map(|m| {
+                let (cv, m) = (Arc::clone(&cv), Arc::clone(m));
+                std::thread::spawn(move || {
+                    let mut g = m.lock();
+                    g.1 += 1;
+                    cv.wait_while(&mut g, |s| !s.0);
+                })
+            })
+            .collect();
+        for m in &ms {
+            while m.lock().1 == 0 {
+                std::thread::yield_now();
+            }
+        }
+        let mut g0 = ms[0].lock();
+        let mut g1 = ms[1].lock();
+        g0.0 = true;
+        g1.0 = true;
+        assert_eq!(cv.notify_all(), 2);
+        drop((g0, g1));
+        for h in handles {
+            h.join().unwrap();
+        }
+    });
+}
+
+#[cfg(not(miri))]
+#[test]
+fn a_signal_does_not_wake_a_waiter() {
+    // No spurious wake-ups: a signal interrupts the futex sleep, and `wait` sleeps again.
+    extern "C" fn on_signal(_: libc::c_int) {}
+    bounded("signal", Duration::from_secs(20), || {
+        // SAFETY: installs a handler that does nothing, without SA_RESTART so that the futex
+        // sleep really returns EINTR.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as *const () as libc::sighandler_t;
+            libc::sigaction(libc::SIGUSR2, &sa, std::ptr::null_mut());
+        }
+        let p = Arc::new((Mutex::new((false, 0usize)), Condvar::new()));
+        let q = Arc::clone(&p);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let t = std::thread::spawn(move || {
+            // SAFETY: pthread_self has no preconditions.
+            tx.send(unsafe { libc::pthread_self() }).unwrap();
+            let mut g = q.0.lock();
+            g.1 += 1;
+            q.1.wait(&mut g);
+            g.0
+        });
+        let thread = rx.recv().unwrap();
+        while p.0.lock().1 == 0 {
+            std::thread::yield_now();
+        }
+        for _ in 0..20 {
+            // SAFETY: the thread is alive: it returns only after the notification below.
+            unsafe { libc::pthread_kill(thread, libc::SIGUSR2) };
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut g = p.0.lock();
+        g.0 = true;
+        assert!(p.1.notify_one());
+        drop(g);
+        // Had a signal woken it, it would have seen `false`.
+        assert!(t.join().unwrap());
+    });
+}
+
 #[test]
 fn stress_producers_and_consumers_lose_no_item_and_no_wakeup() {
     bounded("producer/consumer 64+64", Duration::from_secs(60), || {
@@ -152,9 +433,10 @@ fn stress_producers_and_consumers_lose_no_item_and_no_wakeup() {
             not_empty: Condvar,
             not_full: Condvar,
         }
-        const PRODUCERS: u64 = 64;
-        const CONSUMERS: usize = 64;
-        const PER_PRODUCER: u64 = 1_000;
+        // Under Miri (an interpreter), a few threads and items still run every path.
+        const PRODUCERS: u64 = if cfg!(miri) { 3 } else { 64 };
+        const CONSUMERS: usize = if cfg!(miri) { 3 } else { 64 };
+        const PER_PRODUCER: u64 = if cfg!(miri) { 20 } else { 1_000 };
         const CAP: usize = 16;
         let q = Arc::new(Queue {
             items: Mutex::new((VecDeque::new(), 0)),

@@ -1,17 +1,22 @@
-//! Loom models of the condvar protocol, including `notify_all`'s requeue onto the mutex.
+//! Loom models of the condvar protocol: no lost notification, `notify_all`'s requeue onto the
+//! mutex, and the exact counts `notify_one` / `notify_all` return.
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p scalelock --release --test loom_condvar`.
 #![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
+use scalelock::wait::Deadline;
 use scalelock::{Condvar, RawMutex};
+use std::time::Duration;
 
 struct Shared {
     lock: RawMutex,
     cv: Condvar,
     ready: UnsafeCell<bool>,
     woke: UnsafeCell<u32>,
+    /// Threads between entering `wait_raw` and returning from it (changed under `lock`).
+    inside: UnsafeCell<usize>,
 }
 
 // SAFETY: the cells are only touched while `lock` is held.
@@ -36,6 +41,7 @@ fn shared() -> Arc<Shared> {
         cv: Condvar::new(),
         ready: UnsafeCell::new(false),
         woke: UnsafeCell::new(0),
+        inside: UnsafeCell::new(0),
     })
 }
 
@@ -129,5 +135,73 @@ fn notify_all_passes_the_mutex_along_a_chain_of_three_requeued_waiters() {
         }
         // SAFETY: all threads joined.
         assert_eq!(s.woke.with(|w| unsafe { *w }), 3);
+    });
+}
+
+/// Waits like `waiter`, counting itself in `inside` while inside `wait_raw`.
+fn counted_waiter(s: &Shared) {
+    s.lock.lock();
+    // SAFETY (cells): the lock is held whenever they are read or written.
+    while !s.ready.with(|r| unsafe { *r }) {
+        s.inside.with_mut(|n| unsafe { *n += 1 });
+        // SAFETY: this thread holds `lock`.
+        unsafe { s.cv.wait_raw(&s.lock, None) };
+        s.inside.with_mut(|n| unsafe { *n -= 1 });
+    }
+    // SAFETY: held since the loop.
+    unsafe { s.lock.unlock() };
+}
+
+#[test]
+fn notify_all_returns_exactly_the_number_of_threads_inside_wait() {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let s = shared();
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let s = Arc::clone(&s);
+                thread::spawn(move || counted_waiter(&s))
+            })
+            .collect();
+        s.lock.lock();
+        // SAFETY: the lock is held.
+        s.ready.with_mut(|r| unsafe { *r = true });
+        let inside = s.inside.with(|n| unsafe { *n });
+        assert_eq!(s.cv.notify_all(), inside);
+        // SAFETY: locked above.
+        unsafe { s.lock.unlock() };
+        for t in ts {
+            t.join().unwrap();
+        }
+    });
+}
+
+#[test]
+fn notify_one_claims_a_timed_waiter_exactly_when_it_reports_a_notification() {
+    loom::model(|| {
+        let s = shared();
+        let s2 = Arc::clone(&s);
+        let t = thread::spawn(move || {
+            s2.lock.lock();
+            // SAFETY (cells): the lock is held.
+            s2.inside.with_mut(|n| unsafe { *n = 1 });
+            let deadline = Deadline::after(Duration::from_secs(1));
+            // SAFETY: this thread holds `lock`.
+            let notified = unsafe { s2.cv.wait_raw(&s2.lock, Some(&deadline)) };
+            s2.inside.with_mut(|n| unsafe { *n = 0 });
+            // SAFETY: held again after the wait.
+            unsafe { s2.lock.unlock() };
+            notified
+        });
+        s.lock.lock();
+        // SAFETY: the lock is held.
+        let inside = s.inside.with(|n| unsafe { *n }) == 1;
+        let claimed = inside && s.cv.notify_one();
+        // SAFETY: locked above.
+        unsafe { s.lock.unlock() };
+        // A waiter inside `wait` is claimed unless its deadline made it leave first; either
+        // way the notifier's answer and the waiter's agree.
+        assert_eq!(t.join().unwrap(), claimed);
     });
 }

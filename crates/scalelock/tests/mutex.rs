@@ -220,6 +220,10 @@ fn hammer(threads: usize, iters: u64, hold: u32) {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn stress_256_threads_count_exactly() {
     bounded(
         "256 threads x 2000 increments",
@@ -229,6 +233,10 @@ fn stress_256_threads_count_exactly() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn stress_64_threads_with_longer_holds_count_exactly() {
     bounded("64 threads, 1 µs holds", Duration::from_secs(60), || {
         hammer(64, 2_000, 300)
@@ -236,6 +244,10 @@ fn stress_64_threads_with_longer_holds_count_exactly() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn stress_timed_and_plain_lockers_mixed_lose_no_wakeup() {
     // Timed waiters that give up after sleeping must pass on any wake-up they consumed, or the
     // plain lockers would sleep forever.
@@ -272,6 +284,10 @@ fn stress_timed_and_plain_lockers_mixed_lose_no_wakeup() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn stress_every_thread_progresses_under_oversubscription() {
     // Bounded unfairness: with 64 threads on a few cores hammering one lock, starvation mode
     // hands the lock to long waiters, so every thread gets it, repeatedly, within the run.

@@ -97,6 +97,10 @@ fn readers_share_and_writers_exclude() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn writers_see_exclusive_access() {
     within(30, "128 threads mixing reads and writes", || {
         let lock = Arc::new(RwLock::new(()));
@@ -131,6 +135,10 @@ fn writers_see_exclusive_access() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn readers_see_consistent_snapshots() {
     within(
         30,
@@ -166,6 +174,10 @@ fn readers_see_consistent_snapshots() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn writers_complete_under_a_continuous_stream_of_readers() {
     within(60, "a writer under 64 continuous readers", || {
         let lock = Arc::new(RwLock::new(0u64));
@@ -200,6 +212,10 @@ fn writers_complete_under_a_continuous_stream_of_readers() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn readers_complete_under_a_continuous_stream_of_writers() {
     within(30, "a reader under 64 continuous writers", || {
         let lock = Arc::new(RwLock::new(0u64));
@@ -229,6 +245,10 @@ fn readers_complete_under_a_continuous_stream_of_writers() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn nested_read_recursive_completes_under_waiting_writers() {
     within(30, "64 nested recursive readers against 16 writers", || {
         let lock = Arc::new(RwLock::new(0u64));
@@ -282,7 +302,7 @@ fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
     assert_eq!(*lock.read(), 1);
 }
 
-#[cfg(debug_assertions)]
+#[cfg(all(debug_assertions, not(feature = "send_guard")))]
 #[test]
 #[should_panic(expected = "read_recursive")]
 fn plain_read_reentered_while_a_writer_waits_panics_in_debug_builds() {
@@ -299,6 +319,10 @@ fn plain_read_reentered_while_a_writer_waits_panics_in_debug_builds() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn upgrades_lose_no_update() {
     within(30, "64 upgraders, readers and writers", || {
         let lock = Arc::new(RwLock::new(0u64));
@@ -360,6 +384,10 @@ fn downgrade_admits_waiting_readers_and_no_writer() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn timed_acquisitions_give_up_and_leave_the_lock_usable() {
     within(20, "timed waiters against holders", || {
         let lock = Arc::new(RwLock::new(0));
@@ -416,6 +444,10 @@ fn timed_acquisitions_give_up_and_leave_the_lock_usable() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
+)]
 fn no_writer_is_left_asleep_when_writers_and_a_reader_churn() {
     // Regression: a thread preempted inside the release path, between a writer wake-up that
     // found nobody asleep and its clearing of WRITERS_WAITING, cleared the bit long after other

@@ -243,6 +243,10 @@ fn futex_wait_outcome_tells_a_wake_up_from_a_changed_word() {
 
 /// Run in a child process by `bad_env_value_gets_a_message_and_the_default`.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs the test binary as a child process, which Miri cannot"
+)]
 fn child_reads_spin_policy_from_env() {
     if std::env::var_os("SCALELOCK_TEST_CHILD").is_none() {
         return;
@@ -273,6 +277,10 @@ fn run_child(value: &str, expect: &str) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs the test binary as a child process, which Miri cannot"
+)]
 fn env_values_set_the_policy() {
     assert!(run_child("always", "always").is_empty());
     assert!(run_child("0", "0").is_empty());
@@ -281,6 +289,10 @@ fn env_values_set_the_policy() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "runs the test binary as a child process, which Miri cannot"
+)]
 fn bad_env_value_gets_a_message_and_the_default() {
     let err = run_child("lots", "auto");
     assert!(err.contains("SCALELOCK_SPIN=lots"), "stderr was: {err}");

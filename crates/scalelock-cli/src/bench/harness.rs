@@ -93,7 +93,7 @@ impl Worker<'_> {
     /// True about once in `n` calls.
     #[inline]
     pub fn one_in(&mut self, n: u64) -> bool {
-        self.rand() % n == 0
+        self.rand().is_multiple_of(n)
     }
 
     /// Call just before acquiring a lock; pass the result to [`Worker::acquired`] as the first

@@ -143,6 +143,9 @@ pub fn wake(word: &AtomicU32, n: u32) -> u32 {
 /// of threads woken plus requeued.
 #[inline]
 pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    if cfg!(miri) {
+        return wake_instead_of_requeue(from, expected);
+    }
     super::note_wake();
     // SAFETY: both words are live aligned atomics; FUTEX_CMP_REQUEUE uses them as keys and reads
     // `from` for the comparison. The 4th argument carries the requeue limit by value, as the ABI
@@ -163,4 +166,50 @@ pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
     } else {
         Some(r as u32)
     }
+}
+
+/// Moves every thread sleeping on `from` to sleep on `to`, waking none, if `from` still holds
+/// `expected`. Returns `None` when `from` had changed (nothing was done), otherwise the number of
+/// threads moved. A moved thread returns from its [`wait`] when `to` is woken (or its deadline
+/// passes).
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// let (from, to) = (AtomicU32::new(1), AtomicU32::new(0));
+/// assert_eq!(scalelock::wait::futex::requeue_all(&from, 1, &to), Some(0));
+/// assert_eq!(scalelock::wait::futex::requeue_all(&from, 2, &to), None);
+/// ```
+#[inline]
+pub fn requeue_all(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    if cfg!(miri) {
+        return wake_instead_of_requeue(from, expected);
+    }
+    // SAFETY: as in `requeue`; 0 threads to wake, all others moved.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            from.as_ptr(),
+            libc::FUTEX_CMP_REQUEUE | libc::FUTEX_PRIVATE_FLAG,
+            0 as libc::c_int,
+            i32::MAX as libc::c_long,
+            to.as_ptr(),
+            expected,
+        )
+    };
+    if r < 0 {
+        None
+    } else {
+        Some(r as u32)
+    }
+}
+
+/// Under Miri, which has no `FUTEX_CMP_REQUEUE`: wakes every sleeper on `from` instead of moving
+/// them to `to`. Equivalent for every caller: a thread moved to `to` only waits there to be woken
+/// and then re-checks its lock, which a woken thread does at once (it contends for the lock
+/// instead of queueing on it).
+fn wake_instead_of_requeue(from: &AtomicU32, expected: u32) -> Option<u32> {
+    if from.load(Ordering::Relaxed) != expected {
+        return None;
+    }
+    Some(wake(from, u32::MAX))
 }

@@ -127,3 +127,19 @@ pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
     }
     Some(count)
 }
+
+/// Model of [`futex::requeue_all`](super::futex::requeue_all).
+pub fn requeue_all(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
+    let (lock, _) = &*TABLE;
+    let mut table = lock.lock().unwrap();
+    if from.load(Ordering::SeqCst) != expected {
+        return None;
+    }
+    let (kf, kt) = (key(from), key(to));
+    let mut count = 0;
+    for s in table.sleepers.iter_mut().filter(|s| s.0 == kf) {
+        s.0 = kt;
+        count += 1;
+    }
+    Some(count)
+}

@@ -432,7 +432,7 @@ mod tests {
                             "{path} missed during a rewrite"
                         );
                         n += 1;
-                        if n % 32 == 0 {
+                        if n.is_multiple_of(32) {
                             reader.quiescent();
                         }
                     }
