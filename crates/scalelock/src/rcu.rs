@@ -115,7 +115,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_epoch::{self as epoch, Atomic, Collector, Guard, LocalHandle, Owned};
 
-use crate::RawMutex;
+use crate::mutex::RawMutex;
 
 /// scalelock's private epoch collector, shared by every [`Rcu`] in the process.
 fn collector() -> &'static Collector {
