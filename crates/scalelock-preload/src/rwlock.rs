@@ -38,7 +38,7 @@ use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use libc::{clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
-use scalelock::wait::{Clock, Deadline, SpinBudget, Spinner};
+use scalelock::wait::{Clock, Deadline};
 use scalelock::RawRwLock;
 
 /// The in-place view of a `pthread_rwlock_t` (see the module's drawing).
@@ -117,21 +117,6 @@ unsafe fn wait_of(clock: Option<Clock>, ts: *const timespec) -> Wait {
     }
 }
 
-/// A timed acquisition under `SCALELOCK_LOCK=spin`, where the library's own timed waits would
-/// spin past their deadline: retry `try_take` until it succeeds or the deadline passes.
-fn spin_until(deadline: &Deadline, try_take: impl Fn() -> bool) -> bool {
-    let mut spinner = Spinner::new(SpinBudget::Unbounded);
-    loop {
-        if try_take() {
-            return true;
-        }
-        if deadline.has_passed() {
-            return false;
-        }
-        spinner.spin();
-    }
-}
-
 impl RwLock {
     fn addr(&self) -> usize {
         self as *const RwLock as usize
@@ -177,7 +162,6 @@ impl RwLock {
                 });
                 true
             }
-            Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_read()),
             Wait::Until(d) if recursive => {
                 stats::waiting_at(caller, || self.raw.try_lock_shared_recursive_until(&d))
             }
@@ -206,7 +190,6 @@ impl RwLock {
                     stats::waiting_at(caller, || self.raw.lock_exclusive());
                     true
                 }
-                Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_write()),
                 Wait::Until(d) => {
                     stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d))
                 }
