@@ -241,16 +241,29 @@ pub fn schedule(cells: &[Vec<usize>], repeat: usize, seed: u64) -> Vec<(usize, u
     out
 }
 
-/// Fixed cost of one run besides its warm-up and measured window (starting and joining
-/// threads, building the workload's shared state), and what each thread adds; measured on the
-/// 2-core development VM (`estimate_s` and `elapsed_s` in the JSON record both).
-const RUN_OVERHEAD: Duration = Duration::from_millis(12);
-/// See [`RUN_OVERHEAD`].
-const THREAD_OVERHEAD: Duration = Duration::from_micros(400);
+/// What one run costs besides its warm-up and measured window, fitted to the per-run wall times
+/// (`runs[].wall_s` in the JSON) of default and `--quick` sweeps on the 2-core development VM:
+/// a fixed part (setting up the workload), half a warm-up (the harness gives threads that have
+/// not run yet up to one more warm-up), starting, stopping and joining each thread, and a part
+/// that grows with the square of the threads beyond the CPUs: when the stop flag is raised every
+/// thread must still finish its operation, and with spinning locks under oversubscription each
+/// of those waits for preempted holders.
+const RUN_FIXED: Duration = Duration::from_millis(5);
+/// See [`RUN_FIXED`].
+const PER_THREAD: Duration = Duration::from_millis(4);
+/// See [`RUN_FIXED`].
+const PER_EXCESS_THREAD_SQUARED: Duration = Duration::from_micros(41);
 
-/// How long one run of a point on `threads` threads takes, about.
-pub fn run_estimate(threads: usize, warmup: Duration, duration: Duration) -> Duration {
-    warmup + duration + RUN_OVERHEAD + THREAD_OVERHEAD * threads as u32
+/// How long one run of a point on `threads` threads takes, about, on a machine with `cpus`
+/// usable CPUs.
+pub fn run_estimate(threads: usize, cpus: usize, warmup: Duration, duration: Duration) -> Duration {
+    let excess = threads.saturating_sub(cpus) as u32;
+    warmup
+        + duration
+        + RUN_FIXED
+        + warmup / 2
+        + PER_THREAD * threads as u32
+        + PER_EXCESS_THREAD_SQUARED * (excess * excess)
 }
 
 /// Fails unless `path` can be written: it is created (and removed again) when absent.
@@ -361,7 +374,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     );
     let estimate: Duration = order
         .iter()
-        .map(|&(i, _)| run_estimate(plan[i].1.threads, warmup, duration))
+        .map(|&(i, _)| run_estimate(plan[i].1.threads, cpus, warmup, duration))
         .sum();
     eprintln!(
         "scalelock bench: {} points × {repeat} run{} of {} ms (+{} ms warm-up), threads {:?}: \
@@ -410,9 +423,13 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             duration,
             sample_every: p.sample_every,
         };
+        let run_started = std::time::Instant::now();
         match (p.run)(&trial) {
             Ok(m) => {
-                let rec = record(workload, p, &m, cpus);
+                let mut rec = record(workload, p, &m, cpus);
+                for k in &mut rec.runs {
+                    k.wall_s = run_started.elapsed().as_secs_f64();
+                }
                 if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
                     eprintln!("{}", output::point_line(&rec));
                 }
@@ -584,6 +601,13 @@ mod tests {
             ..opts()
         })
         .is_err());
+        assert!(select(&Options {
+            repeat: Some(0),
+            ..opts()
+        })
+        .err()
+        .unwrap()
+        .contains("--repeat 0"));
     }
 
     #[test]
@@ -616,6 +640,103 @@ mod tests {
             .map(|p| format!("{}{}{}", p.case.as_deref().unwrap(), p.lock, p.threads))
             .collect();
         assert_eq!(order, ["xa1", "xb1", "xa4", "xb4", "ya1", "yb1"]);
+    }
+
+    #[test]
+    fn rounds_interleave_the_points_of_a_cell_in_a_shuffled_order() {
+        let mk = |lock: &str, t| workloads::Point::new(lock, t, |_| Err(String::new()));
+        let plan = vec![
+            ("w", mk("a", 1)),
+            ("w", mk("b", 1)),
+            ("w", mk("c", 1)),
+            ("w", mk("a", 4)),
+            ("w", mk("b", 4)),
+            ("w", mk("c", 4)),
+        ];
+        let cells = cells(&plan);
+        assert_eq!(cells, vec![vec![0, 1, 2], vec![3, 4, 5]]);
+        let order = schedule(&cells, 4, 12345);
+        assert_eq!(order.len(), 24);
+        // Cell by cell; within a cell, round by round, each point once per round.
+        for (k, chunk) in order.chunks(3).enumerate() {
+            let cell = &cells[k / 4];
+            let mut seen: Vec<usize> = chunk.iter().map(|&(i, _)| i).collect();
+            seen.sort_unstable();
+            assert_eq!(&seen, cell);
+            assert!(chunk.iter().all(|&(_, round)| round == k % 4));
+        }
+        // The order changes between rounds (for some seed; 4 rounds of 3 points all in the
+        // same order would be a 1 in 216 chance per seed).
+        let shuffled = (0..8u64).any(|seed| {
+            let o = schedule(&cells[..1], 4, seed);
+            let firsts: Vec<usize> = o.chunks(3).map(|c| c[0].0).collect();
+            firsts.iter().any(|&f| f != firsts[0])
+        });
+        assert!(shuffled);
+    }
+
+    #[test]
+    fn the_median_run_is_kept_with_every_run() {
+        use crate::bench::output::tests::record_runs;
+        let runs: Vec<Record> = [30.0, 10.0, 20.0]
+            .iter()
+            .map(|&o| record_runs("w", None, "std", 2, &[o]))
+            .collect();
+        let mut h = harness::new_histogram();
+        h.record(1234).unwrap();
+        let r = combine(runs, &h).unwrap();
+        assert_eq!(r.ops_per_sec, 20.0);
+        assert_eq!(
+            (r.ops_per_sec_spread.min, r.ops_per_sec_spread.max),
+            (10.0, 30.0)
+        );
+        assert_eq!(r.runs.len(), 3);
+        assert_eq!(r.runs[1].ops_per_sec, 10.0, "runs keep their order");
+        assert_eq!(r.latency_samples, 1);
+        assert!(combine(Vec::new(), &h).is_none());
+    }
+
+    #[test]
+    fn the_estimate_grows_with_threads_past_the_cpus() {
+        let (w, d) = (Duration::from_millis(20), Duration::from_millis(100));
+        let one = run_estimate(1, 2, w, d);
+        assert!(one >= w + d && one < w + d + Duration::from_millis(50));
+        let many = run_estimate(128, 2, w, d);
+        assert!(many > run_estimate(128, 128, w, d));
+        assert!(many > Duration::from_millis(500));
+    }
+
+    #[test]
+    fn outputs_are_checked_before_measuring() {
+        let dir = std::env::temp_dir().join(format!("scalelock-outputs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = Options {
+            json: Some(dir.join("a.json")),
+            report: dir.join("report"),
+            ..opts()
+        };
+        assert!(check_outputs(&ok).is_ok());
+        assert!(
+            !dir.join("a.json").exists(),
+            "the probe leaves nothing behind"
+        );
+        let bad = Options {
+            csv: Some(PathBuf::from("/nonexistent-dir/x.csv")),
+            ..ok.clone()
+        };
+        let e = check_outputs(&bad).unwrap_err();
+        assert!(
+            e.starts_with("--csv /nonexistent-dir/x.csv: cannot write there"),
+            "{e}"
+        );
+        let dir_as_file = Options {
+            markdown: Some(dir.clone()),
+            ..ok
+        };
+        assert!(check_outputs(&dir_as_file)
+            .unwrap_err()
+            .contains("is a directory"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

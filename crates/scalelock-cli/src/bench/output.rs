@@ -333,6 +333,11 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
         run.config.repeat,
         if run.config.repeat == 1 { "" } else { "s" }
     );
+    if run.config.repeat == 1 {
+        out.push_str(
+            "One run per point: no spread, nothing can be called undecided (--repeat N).\n",
+        );
+    }
     let mut last_workload = "";
     for g in groups(&run.results) {
         let info = run.workloads.iter().find(|w| w.name == g.workload);
@@ -398,11 +403,15 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
                 let name = format!("{own} ÷ best other");
                 match (g.ratio(ours, own, t), g.best_other(ours, t)) {
                     (Some(r), Some(best)) => {
+                        let range = if r.pairs > 1 {
+                            r.range()
+                        } else {
+                            String::new()
+                        };
                         let _ = writeln!(
                             out,
-                            "  {name:<width$} {:>CELL$} {:>CELL$}  (best other: {}; {})",
+                            "  {name:<width$} {:>CELL$} {range:>CELL$}  (best other: {}; {})",
                             r.cell(),
-                            r.range(),
                             best.series,
                             r.standing().word()
                         );
@@ -451,6 +460,10 @@ fn ratio_rows(out: &mut String, g: &Group<'_>, ours: &str, threads: &[usize], wi
             let _ = write!(out, " {cell:>CELL$}");
         }
         out.push('\n');
+        if ratios.iter().flatten().all(|r| r.pairs <= 1) {
+            // One run: nothing to spread.
+            continue;
+        }
         let _ = write!(out, "  {:<width$}", "  spread");
         for r in &ratios {
             let cell = r.as_ref().map_or("-".into(), Ratio::range);
@@ -705,6 +718,7 @@ pub(crate) mod tests {
                 latency_ns: r.latency_ns.clone(),
                 total_ops: o as u64,
                 elapsed_s: 1.0,
+                wall_s: 1.1,
             })
             .collect();
         r

@@ -400,7 +400,7 @@ fn line_plot(
         .collect();
     let mut svg = String::new();
     {
-        let rows = series.len().div_ceil(LEGEND_COLUMNS) as u32;
+        let rows = series.len().div_ceil(legend_columns(series)) as u32;
         let full = SVGBackend::with_string(&mut svg, (PLOT_W, PLOT_H + LEGEND_ROW * rows + 6))
             .into_drawing_area();
         full.fill(&WHITE).map_err(plot_err)?;
@@ -447,8 +447,13 @@ fn line_plot(
     Ok(svg)
 }
 
-/// Series per row of a plot's legend.
-const LEGEND_COLUMNS: usize = 3;
+/// Series per row of a plot's legend: as many as fit the longest name (about 7 px per character
+/// at 12 px, after a 26 px line sample).
+fn legend_columns(series: &[&str]) -> usize {
+    let longest = series.iter().map(|s| s.chars().count()).max().unwrap_or(1) as u32;
+    ((PLOT_W - 20) / (26 + 7 * longest + 10)).clamp(1, 4) as usize
+}
+
 /// Height of a legend row, pixels.
 const LEGEND_ROW: u32 = 18;
 
@@ -458,10 +463,11 @@ fn legend(
     series: &[&str],
     ours: &str,
 ) -> Result<(), String> {
-    let col_w = (PLOT_W as i32 - 20) / LEGEND_COLUMNS as i32;
+    let columns = legend_columns(series);
+    let col_w = (PLOT_W as i32 - 20) / columns as i32;
     for (i, s) in series.iter().enumerate() {
-        let x = 10 + (i % LEGEND_COLUMNS) as i32 * col_w;
-        let y = 4 + (i / LEGEND_COLUMNS) as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
+        let x = 10 + (i % columns) as i32 * col_w;
+        let y = 4 + (i / columns) as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
         let c = color_of(series, s, ours);
         let width = if is_own(ours, s) { 4 } else { 2 };
         area.draw(&PathElement::new(
@@ -678,6 +684,16 @@ mod tests {
         let page = html(&run(rs)).unwrap();
         assert_eq!(page.matches("<svg").count(), 3);
         assert!(page.contains("Throughput"));
+    }
+
+    #[test]
+    fn legends_fit_their_longest_name() {
+        assert_eq!(legend_columns(&["std", "spin", "pthread"]), 4);
+        assert_eq!(legend_columns(&["std", "crossbeam-sharded"]), 2);
+        assert_eq!(
+            legend_columns(&["a-very-long-series-name-indeed-and-more-of-it"]),
+            1
+        );
     }
 
     #[test]

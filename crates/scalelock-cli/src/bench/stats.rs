@@ -101,10 +101,14 @@ pub struct RunStats {
     pub total_ops: u64,
     /// Length of the measured window, seconds.
     pub elapsed_s: f64,
+    /// Wall-clock time of the whole run, seconds: setup, thread start, warm-up, window, stop
+    /// and join (what the bench's time estimate models).
+    #[serde(default)]
+    pub wall_s: f64,
 }
 
 impl RunStats {
-    /// The run's figures from a summary.
+    /// The run's figures from a summary (`wall_s` is filled in by the driver).
     pub fn of(s: &Summary, elapsed_s: f64) -> RunStats {
         RunStats {
             ops_per_sec: s.ops_per_sec,
@@ -112,6 +116,7 @@ impl RunStats {
             latency_ns: s.latency.clone(),
             total_ops: s.total_ops,
             elapsed_s,
+            wall_s: 0.0,
         }
     }
 }
