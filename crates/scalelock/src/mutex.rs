@@ -8,9 +8,7 @@
 //!
 //! A thread that finds the lock held spins (calibrated, with backoff; the budget comes from the
 //! process-wide [`SpinPolicy`](crate::wait::SpinPolicy) and the lock's learned estimate) as long as
-//! nobody sleeps on the lock and fewer threads spin in the whole process than there are CPUs but
-//! one (the wait layer's bound: a spinner must not keep the holder from a CPU), then sets
-//! `CONTENDED` and sleeps on the futex. `unlock` of a
+//! nobody sleeps on the lock, then sets `CONTENDED` and sleeps on the futex. `unlock` of a
 //! `CONTENDED` lock releases it and wakes one sleeper. Releasing (rather than handing over) lets a
 //! running thread take the lock at once, which is what keeps throughput up when threads outnumber
 //! cores; the price is unfairness, which is bounded: a sleeper that has waited longer than

@@ -2,15 +2,9 @@
 //! [`Waiter`]'s deadline under every policy. (The public surface is tested in `tests/wait.rs`.)
 
 use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS};
-use super::waiter::SpinSlots;
 use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
 use crate::sync::AtomicU32;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-/// Slots enough for every test's waiters: tests that are not about the bound on spinners must
-/// not depend on what other tests' locks spin meanwhile.
-static PLENTY: SpinSlots = SpinSlots::with_limit(1 << 20);
 
 /// The budget under `Adaptive`, without the floor of half a wake-up latency (which depends on
 /// what other tests' sleeps taught the process).
@@ -97,7 +91,7 @@ fn wait_out(policy: SpinPolicy, allowed: bool, timeout: Duration) -> (Duration, 
     let e = SpinEstimate::new();
     let deadline = Deadline::after(timeout);
     let t0 = Instant::now();
-    let mut w = Waiter::under(policy, &e, Some(&deadline), &PLENTY);
+    let mut w = Waiter::under(policy, &e, Some(&deadline));
     let mut slept = false;
     loop {
         if w.spin(allowed) {
@@ -147,7 +141,7 @@ fn a_timed_wait_gives_up_at_its_deadline_under_every_policy() {
 fn a_deadline_already_passed_stops_even_an_unbounded_spin_within_a_few_steps() {
     let e = SpinEstimate::new();
     let past = Deadline::after(Duration::ZERO);
-    let mut w = Waiter::under(SpinPolicy::Always, &e, Some(&past), &PLENTY);
+    let mut w = Waiter::under(SpinPolicy::Always, &e, Some(&past));
     let mut steps = 0;
     while w.spin(true) {
         steps += 1;
@@ -159,12 +153,12 @@ fn a_deadline_already_passed_stops_even_an_unbounded_spin_within_a_few_steps() {
 #[test]
 fn an_untimed_always_waiter_keeps_spinning_and_a_never_waiter_does_not_spin() {
     let e = SpinEstimate::new();
-    let mut w = Waiter::under(SpinPolicy::Always, &e, None, &PLENTY);
+    let mut w = Waiter::under(SpinPolicy::Always, &e, None);
     for _ in 0..10_000 {
         assert!(w.spin(false));
     }
     assert!(!w.timed_out());
-    let mut w = Waiter::under(SpinPolicy::Never, &e, None, &PLENTY);
+    let mut w = Waiter::under(SpinPolicy::Never, &e, None);
     assert!(!w.spin(true));
     assert!(!w.spin_grace(true), "Never has no grace spin either");
 }
@@ -173,7 +167,7 @@ fn an_untimed_always_waiter_keeps_spinning_and_a_never_waiter_does_not_spin() {
 fn a_failed_spin_teaches_the_estimate_once_and_a_paying_one_grows_it() {
     let e = SpinEstimate::new();
     let start = e.get();
-    let mut w = Waiter::under(SpinPolicy::Fixed(2_000), &e, None, &PLENTY);
+    let mut w = Waiter::under(SpinPolicy::Fixed(2_000), &e, None);
     while w.spin(true) {}
     let after_fail = e.get();
     assert!(after_fail < start, "{after_fail} after a failed spin");
@@ -191,7 +185,7 @@ fn a_failed_spin_teaches_the_estimate_once_and_a_paying_one_grows_it() {
         e.record(false, 0);
     }
     let low = e.get();
-    let mut w = Waiter::under(SpinPolicy::Fixed(9_000), &e, None, &PLENTY);
+    let mut w = Waiter::under(SpinPolicy::Fixed(9_000), &e, None);
     for _ in 0..10 {
         assert!(w.spin(true));
     }
@@ -204,75 +198,11 @@ fn a_nap_ends_at_the_earlier_of_its_length_and_the_deadline() {
     let e = SpinEstimate::new();
     let word = AtomicU32::new(0);
     let deadline = Deadline::after(Duration::from_millis(5));
-    let mut w = Waiter::under(SpinPolicy::Never, &e, Some(&deadline), &PLENTY);
+    let mut w = Waiter::under(SpinPolicy::Never, &e, Some(&deadline));
     let t0 = Instant::now();
     w.nap(&word, 0, &Deadline::after(Duration::from_secs(10)));
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
     assert!(w.asleep_ns() > 0);
     // The futex stays reachable for the preload's condition variable.
     assert!(futex::wait(&word, 1, None));
-}
-
-#[test]
-fn spinners_never_outnumber_their_slots_and_give_them_back() {
-    static TWO: SpinSlots = SpinSlots::with_limit(2);
-    let e = SpinEstimate::new();
-    // One waiter holds a slot while it spins, and gives it back when its budget runs out.
-    let mut w = Waiter::under(SpinPolicy::Fixed(2_000), &e, None, &TWO);
-    assert!(w.spin(true));
-    assert_eq!(TWO.busy(), 1);
-    while w.spin(true) {}
-    assert_eq!(TWO.busy(), 0, "a spent spinner gives its slot back");
-    // A waiter that ends (or unwinds) while it spins gives it back too.
-    let mut w = Waiter::under(SpinPolicy::Fixed(1_000_000), &e, None, &TWO);
-    assert!(w.spin(true));
-    drop(w);
-    assert_eq!(TWO.busy(), 0);
-    // Many threads at once: never more than two spin, every slot comes back, and a waiter
-    // turned away does not spin (it would sleep).
-    let most = std::sync::atomic::AtomicU32::new(0);
-    let inside = std::sync::atomic::AtomicU32::new(0);
-    std::thread::scope(|scope| {
-        for _ in 0..16 {
-            scope.spawn(|| {
-                let e = SpinEstimate::new();
-                for _ in 0..200 {
-                    let mut w = Waiter::under(SpinPolicy::Fixed(3_000), &e, None, &TWO);
-                    while w.spin(true) {
-                        let n = inside.fetch_add(1, Ordering::SeqCst) + 1;
-                        most.fetch_max(n, Ordering::SeqCst);
-                        inside.fetch_sub(1, Ordering::SeqCst);
-                    }
-                    assert!(w.acquired(false));
-                }
-            });
-        }
-    });
-    assert!(
-        most.load(Ordering::SeqCst) <= 2,
-        "{} spun at once",
-        most.load(Ordering::SeqCst)
-    );
-    assert_eq!(TWO.busy(), 0, "every slot came back");
-}
-
-#[test]
-fn an_always_waiter_spins_without_a_slot() {
-    static NONE_FREE: SpinSlots = SpinSlots::with_limit(1);
-    assert!(NONE_FREE.try_take());
-    let e = SpinEstimate::new();
-    let mut w = Waiter::under(SpinPolicy::Always, &e, None, &NONE_FREE);
-    assert!(w.spin(true), "a pure spinlock ignores the bound");
-    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None, &NONE_FREE);
-    assert!(!w.spin(true), "no free slot: no spin");
-    NONE_FREE.give_back();
-    assert_eq!(NONE_FREE.busy(), 0);
-}
-
-#[test]
-fn the_process_bound_leaves_a_cpu_to_the_holder() {
-    // SAFETY: sysconf has no preconditions.
-    let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as u32;
-    let limit = super::waiter::SPIN_SLOTS.limit();
-    assert_eq!(limit, cpus.saturating_sub(1).max(1));
 }

@@ -10,26 +10,13 @@
 //! [`acquired`](Waiter::acquired) or [`gave_up`](Waiter::gave_up).
 //!
 //! Policies, in one place:
-//! - `Adaptive`, `Fixed`: spin while the lock's protocol allows it, the budget lasts and a
-//!   spinning slot is free (below), then sleep; the first time spinning stops without the lock,
-//!   the estimate learns that it did not pay; a wait that spun and then got the lock teaches it
-//!   how long that took.
+//! - `Adaptive`, `Fixed`: spin while the lock's protocol allows it and the budget lasts, then
+//!   sleep; the first time spinning stops without the lock, the estimate learns that it did not
+//!   pay; a wait that spun and then got the lock teaches it how long that took.
 //! - `Never`: the budget is zero: sleep at once.
 //! - `Always`: spin whatever the protocol says (sleepers or not), never sleep, but give up at the
 //!   deadline like every other policy: a timed wait looks at its deadline while it spins, every
 //!   [`DEADLINE_CHECK_EVERY`] steps, whatever the budget.
-//!
-//! **At most one spinner per CPU but one.** A spinning waiter needs a CPU, and so does the
-//! thread it waits for: when runnable threads outnumber CPUs, every spinner beyond that keeps a
-//! holder (or a thread with useful work) off a CPU, and spinners that bounce the lock's cache
-//! line slow the holder down even when it runs. So the process keeps one count of the waiters
-//! spinning right now, in every lock, and a waiter spins only if that count is below the
-//! number of online CPUs minus one (at least one); otherwise it sleeps at once, as it would
-//! once its budget ran out. That bounds the threads circulating over a contended lock to those
-//! the CPUs can run (the holder and the spinners); the surplus sleeps on the futex, and the
-//! locks' own wake-up and hand-off rules (the mutex's starvation hand-off, the rwlocks'
-//! phase-fair turns) rotate it. `Always` (a pure spinlock, for comparison) ignores the bound.
-//! Under loom the bound is off: whether a waiter spins is already explored both ways there.
 //!
 //! Layering: the waiter sits above `stats` (it records into lockstat), which sits above the
 //! wait layer's clock (`deadline.rs`); the spinner, the estimate and the futex know nothing of
@@ -39,7 +26,6 @@ use super::futex::{self, WaitOutcome};
 use super::{now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 use crate::stats::{self, HoldSampled};
 use crate::sync::AtomicU32;
-use core::sync::atomic::{AtomicU32 as GlobalU32, Ordering};
 
 /// Spin steps between two looks at the deadline while a timed waiter spins (a step is at most
 /// a few hundred nanoseconds; a look is a clock read).
@@ -72,10 +58,6 @@ pub(crate) struct Waiter<'a> {
     deadline: Option<&'a Deadline>,
     /// Steps spun since the deadline was last looked at.
     unchecked: u32,
-    /// The bound on spinners this waiter counts in ([`SPIN_SLOTS`], but in tests).
-    slots: &'static SpinSlots,
-    /// Whether this waiter holds one of its slots.
-    slot: bool,
     /// A second, fixed spin after the learned one ran out (see [`Waiter::grace`]).
     grace: Option<Spinner>,
     /// When this waiter first slept (monotonic ns; 0: not yet).
@@ -123,23 +105,19 @@ impl<'a> Waiter<'a> {
 
     /// A waiter whose budget comes from `policy` rather than the process-wide policy (for
     /// tests, which must not change what other tests' locks do).
-    /// Its spinners count against `slots`.
     #[cfg(test)]
     pub(crate) fn under(
         policy: super::SpinPolicy,
         estimate: &'a SpinEstimate,
         deadline: Option<&'a Deadline>,
-        slots: &'static SpinSlots,
     ) -> Waiter<'a> {
-        let mut w = Waiter::with_spinner(
+        Waiter::with_spinner(
             estimate,
             estimate.budget_under(policy, 0),
             false,
             deadline,
             Subject::Nobody,
-        );
-        w.slots = slots;
-        w
+        )
     }
 
     #[inline]
@@ -162,8 +140,6 @@ impl<'a> Waiter<'a> {
             learn: true,
             deadline,
             unchecked: 0,
-            slots: &SPIN_SLOTS,
-            slot: false,
             grace: None,
             slept_at: 0,
             rec: if matches!(subject, Subject::Nobody) {
@@ -190,35 +166,14 @@ impl<'a> Waiter<'a> {
     /// estimate that spinning did not pay this time.
     #[inline]
     pub(crate) fn spin(&mut self, allowed: bool) -> bool {
-        if (self.unbounded || allowed) && self.in_time() && self.take_slot() && self.spinner.spin()
-        {
+        if (self.unbounded || allowed) && self.in_time() && self.spinner.spin() {
             return true;
         }
-        self.give_back_slot();
         if self.learn && self.spinner.has_spun() {
             self.estimate.record(false, 0);
             self.learn = false;
         }
         false
-    }
-
-    /// Whether this waiter may spin now as far as the bound on spinners goes: it holds a slot,
-    /// takes a free one, or needs none (`Always`, loom).
-    #[inline]
-    fn take_slot(&mut self) -> bool {
-        if self.slot || self.unbounded || cfg!(loom) {
-            return true;
-        }
-        self.slot = self.slots.try_take();
-        self.slot
-    }
-
-    #[inline]
-    fn give_back_slot(&mut self) {
-        if self.slot {
-            self.slot = false;
-            self.slots.give_back();
-        }
     }
 
     /// After [`spin`](Self::spin) said no: spin one step of the grace spin, if there is one, the
@@ -342,92 +297,5 @@ impl<'a> Waiter<'a> {
             Subject::Held(lock) => self.rec.done(lock, ok, spun, handoff),
             Subject::Drain(key) => self.rec.done_waited(key, ok, spun),
         }
-    }
-}
-
-impl Drop for Waiter<'_> {
-    /// A waiter that ends (or unwinds: a debug-build deadlock check may panic) while it spins
-    /// gives its slot back.
-    #[inline]
-    fn drop(&mut self) {
-        self.give_back_slot();
-    }
-}
-
-/// A bound on how many threads spin at once (see the module docs): a count of the slots in
-/// use and its limit.
-pub(crate) struct SpinSlots {
-    busy: GlobalU32,
-    /// The limit; 0 until first used (then the online CPUs minus one, at least one).
-    limit: GlobalU32,
-}
-
-/// The process's spinning slots, shared by every lock.
-pub(crate) static SPIN_SLOTS: SpinSlots = SpinSlots::new();
-
-impl SpinSlots {
-    /// A bound of online CPUs minus one (fixed at first use).
-    pub(crate) const fn new() -> SpinSlots {
-        SpinSlots {
-            busy: GlobalU32::new(0),
-            limit: GlobalU32::new(0),
-        }
-    }
-
-    /// A bound of `limit` slots (for tests).
-    #[cfg(test)]
-    pub(crate) const fn with_limit(limit: u32) -> SpinSlots {
-        SpinSlots {
-            busy: GlobalU32::new(0),
-            limit: GlobalU32::new(limit),
-        }
-    }
-
-    /// The number of slots.
-    #[inline]
-    pub(crate) fn limit(&self) -> u32 {
-        let l = self.limit.load(Ordering::Relaxed);
-        if l != 0 {
-            l
-        } else {
-            self.count_cpus()
-        }
-    }
-
-    #[cold]
-    fn count_cpus(&self) -> u32 {
-        // SAFETY: sysconf has no preconditions.
-        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
-        let l = (cpus.clamp(1, 1 << 16) as u32).saturating_sub(1).max(1);
-        self.limit.store(l, Ordering::Relaxed);
-        l
-    }
-
-    /// Takes a slot if one is free. A look first, so that waiters turned away do not write the
-    /// count's line; the increment may overshoot the limit for a moment when several waiters
-    /// look at once, and gives the slot back if it did.
-    #[inline]
-    pub(crate) fn try_take(&self) -> bool {
-        let limit = self.limit();
-        if self.busy.load(Ordering::Relaxed) >= limit {
-            return false;
-        }
-        if self.busy.fetch_add(1, Ordering::Relaxed) < limit {
-            return true;
-        }
-        self.give_back();
-        false
-    }
-
-    /// Gives a slot back.
-    #[inline]
-    pub(crate) fn give_back(&self) {
-        self.busy.fetch_sub(1, Ordering::Relaxed);
-    }
-
-    /// Slots in use (a racy snapshot; may exceed the limit for a moment, see `try_take`).
-    #[cfg(test)]
-    pub(crate) fn busy(&self) -> u32 {
-        self.busy.load(Ordering::Relaxed)
     }
 }
