@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! scalelock bench [--workload W,..] [--locks L,..] [--threads 1,2,4,..] [--duration-ms N]
-//!                 [--json FILE] [--csv FILE] [--report DIR] [--quick]
+//!                 [--repeat N] [--metric M,..] [--json FILE] [--csv FILE] [--markdown FILE]
+//!                 [--report DIR] [--quick]
+//! scalelock bench --compare A.json B.json
 //! scalelock profile [--top N] [--sort wait|count|max|hold] [--json FILE] [--stacks N] -- CMD ARGS..
 //! scalelock run --lock KIND [--spin POLICY] -- CMD ARGS..
 //! ```
@@ -27,8 +29,8 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Run every seed scenario against std, parking_lot, spin, glibc pthread and crossbeam;
-    /// print a table, write JSON/CSV and an HTML report.
+    /// Run every workload against std, parking_lot, spin, glibc pthread and crossbeam; print a
+    /// table, write JSON/CSV/markdown and an HTML report. Or compare two JSON results.
     Bench(BenchArgs),
     /// Run CMD with the preload library and print its lock statistics, locks and callers named
     /// from the program's symbols, when it exits (also when SIGINT or SIGTERM ends it).
@@ -88,22 +90,40 @@ struct BenchArgs {
     #[arg(long, value_delimiter = ',', value_name = "N,..", value_parser = parse_threads,
           allow_hyphen_values = true)]
     threads: Option<Vec<usize>>,
-    /// Measured milliseconds per point, split over 2 rounds whose best is reported (default
-    /// 200; --quick 40).
+    /// Measured milliseconds of each run of a point (default 100; --quick 20).
     #[arg(long, value_name = "N", value_parser = parse_duration_ms, allow_hyphen_values = true)]
     duration_ms: Option<u64>,
+    /// Measure every point N times, the rounds interleaved across the locks of each cell in a
+    /// shuffled order; report medians with their spread (default 1).
+    #[arg(long, value_name = "N", value_parser = parse_repeat, allow_hyphen_values = true)]
+    repeat: Option<usize>,
+    /// Figures the table shows per cell, comma-separated: ops, cpu, p99, p999, max (default:
+    /// all).
+    #[arg(long = "metric", alias = "metrics", value_delimiter = ',', value_name = "M,..",
+          value_parser = parse_metric)]
+    metrics: Option<Vec<bench::output::Metric>>,
     /// Write the results as JSON.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Write the results as CSV.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// Write a results file in markdown: machine, commit, date, command, medians with spread
+    /// (e.g. docs/results.md).
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
     /// Directory for the HTML report.
     #[arg(long, value_name = "DIR", default_value = "report")]
     report: PathBuf,
-    /// Fewer thread counts and shorter points: every workload and lock in about 30 s.
+    /// Fewer thread counts and shorter points.
     #[arg(long)]
     quick: bool,
+    /// Compare two `--json` results instead of measuring: B ÷ A per cell, with spread, and
+    /// how many cells got better, worse or stayed undecided.
+    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"],
+          conflicts_with_all = ["workloads", "locks", "threads", "duration_ms", "repeat",
+                                "json", "csv", "markdown", "quick"])]
+    compare: Option<Vec<PathBuf>>,
 }
 
 fn parse_threads(s: &str) -> Result<usize, String> {
@@ -128,6 +148,39 @@ fn parse_duration_ms(s: &str) -> Result<u64, String> {
     }
 }
 
+fn parse_repeat(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i64>() {
+        Ok(n) if n >= 1 && n as usize <= bench::MAX_REPEAT => Ok(n as usize),
+        Ok(n) => Err(format!(
+            "repeat count must be between 1 and {}, got {n}",
+            bench::MAX_REPEAT
+        )),
+        Err(_) => Err(format!("`{s}` is not a repeat count")),
+    }
+}
+
+fn parse_metric(s: &str) -> Result<bench::output::Metric, String> {
+    bench::output::Metric::parse(s)
+}
+
+/// The command line as typed, program name shortened to `scalelock`, each argument quoted when
+/// a shell would need it.
+fn command_line() -> String {
+    let mut words = vec!["scalelock".to_string()];
+    for a in std::env::args_os().skip(1) {
+        let a = a.to_string_lossy().into_owned();
+        let plain = !a.is_empty()
+            && a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.,/=:+@".contains(c));
+        words.push(if plain {
+            a
+        } else {
+            format!("'{}'", a.replace('\'', "'\\''"))
+        });
+    }
+    words.join(" ")
+}
+
 /// The workloads and lock names, for `scalelock bench --help`.
 fn bench_after_help() -> String {
     let all = bench::workloads::all();
@@ -150,6 +203,15 @@ fn main() -> ExitCode {
     };
     match cli.command {
         Command::Bench(a) => {
+            if let Some(files) = &a.compare {
+                return match bench::compare::run(&files[0], &files[1]) {
+                    Ok(()) => ExitCode::SUCCESS,
+                    Err(e) => {
+                        eprintln!("scalelock bench --compare: error: {e}");
+                        ExitCode::from(1)
+                    }
+                };
+            }
             let opts = bench::Options {
                 workloads: a.workloads,
                 locks: a.locks,
@@ -159,6 +221,12 @@ fn main() -> ExitCode {
                 csv: a.csv,
                 report: a.report,
                 quick: a.quick,
+                repeat: a.repeat,
+                markdown: a.markdown,
+                metrics: a
+                    .metrics
+                    .unwrap_or_else(|| bench::output::Metric::ALL.to_vec()),
+                command: command_line(),
             };
             match bench::run(&opts) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -221,6 +289,36 @@ mod tests {
             .unwrap_err()
             .contains("between 1 and"));
         assert!(parse_duration_ms("0").is_err());
+        assert_eq!(parse_repeat("5"), Ok(5));
+        assert!(parse_repeat("0").unwrap_err().contains("between 1 and"));
+        assert!(parse_repeat("x")
+            .unwrap_err()
+            .contains("not a repeat count"));
+        assert!(parse_metric("p999").is_ok());
+        assert!(parse_metric("p42")
+            .unwrap_err()
+            .contains("ops, cpu, p99, p999, max"));
+    }
+
+    #[test]
+    fn compare_takes_two_files_and_nothing_that_measures() {
+        let cli =
+            Cli::try_parse_from(["scalelock", "bench", "--compare", "a.json", "b.json"]).unwrap();
+        match cli.command {
+            Command::Bench(a) => assert_eq!(a.compare.unwrap().len(), 2),
+            other => panic!("{other:?}"),
+        }
+        assert!(Cli::try_parse_from(["scalelock", "bench", "--compare", "a.json"]).is_err());
+        assert!(Cli::try_parse_from([
+            "scalelock",
+            "bench",
+            "--compare",
+            "a.json",
+            "b.json",
+            "--repeat",
+            "3"
+        ])
+        .is_err());
     }
 
     #[test]

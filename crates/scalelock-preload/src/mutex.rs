@@ -32,7 +32,7 @@ use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use libc::{clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec};
-use scalelock::wait::{Clock, Deadline, SpinBudget, Spinner};
+use scalelock::wait::{Clock, Deadline};
 use scalelock::RawMutex;
 
 /// The in-place view of a `pthread_mutex_t` (see the module's drawing).
@@ -221,11 +221,9 @@ impl Mutex {
         let Some(deadline) = deadline_of(clock, unsafe { ts.read() }) else {
             return libc::EINVAL;
         };
-        let acquired = if mode() == Mode::Spin {
-            spin_until(&self.raw, &deadline)
-        } else {
-            stats::waiting_at(caller, || self.raw.try_lock_until(&deadline))
-        };
+        // (Under SCALELOCK_LOCK=spin the policy is SpinPolicy::Always: the wait layer spins
+        // until the deadline instead of sleeping.)
+        let acquired = stats::waiting_at(caller, || self.raw.try_lock_until(&deadline));
         if !acquired {
             return libc::ETIMEDOUT;
         }
@@ -262,22 +260,6 @@ impl Mutex {
                 0
             }
         }
-    }
-}
-
-/// A timed lock under `SCALELOCK_LOCK=spin`: spins (never sleeps) but gives up at the deadline.
-/// (Under `SpinPolicy::Always` the library's own timed lock spins past its deadline.)
-#[cold]
-fn spin_until(raw: &RawMutex, deadline: &Deadline) -> bool {
-    let mut spinner = Spinner::new(SpinBudget::Unbounded);
-    loop {
-        if raw.try_lock() {
-            return true;
-        }
-        if deadline.has_passed() {
-            return false;
-        }
-        spinner.spin();
     }
 }
 

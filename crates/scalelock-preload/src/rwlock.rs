@@ -119,21 +119,6 @@ unsafe fn wait_of(clock: Option<Clock>, ts: *const timespec) -> Wait {
     }
 }
 
-/// A timed acquisition under `SCALELOCK_LOCK=spin`, where the library's own timed waits would
-/// spin past their deadline: retry `try_take` until it succeeds or the deadline passes.
-fn spin_until(deadline: &Deadline, try_take: impl Fn() -> bool) -> bool {
-    let mut spinner = Spinner::new(SpinBudget::Unbounded);
-    loop {
-        if try_take() {
-            return true;
-        }
-        if deadline.has_passed() {
-            return false;
-        }
-        spinner.spin();
-    }
-}
-
 /// A non-recursive read under `SCALELOCK_LOCK=spin`: scalelock's own read would not see the
 /// writers counted in `spinning_writers`, so retry [`RwLock::try_read`] (which does).
 fn spin_read(rw: &RwLock) {
@@ -201,7 +186,6 @@ impl RwLock {
                 });
                 true
             }
-            Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_read()),
             Wait::Until(d) if recursive => {
                 stats::waiting_at(caller, || self.raw.try_lock_shared_recursive_until(&d))
             }
@@ -240,7 +224,6 @@ impl RwLock {
                     stats::waiting_at(caller, || self.raw.lock_exclusive());
                     true
                 }
-                Wait::Until(d) if mode() == Mode::Spin => spin_until(&d, || self.try_write()),
                 Wait::Until(d) => {
                     stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d))
                 }

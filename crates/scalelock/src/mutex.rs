@@ -58,7 +58,7 @@
 
 use crate::stats;
 use crate::sync::{AtomicU32, Ordering};
-use crate::wait::{futex, now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
+use crate::wait::{futex, Deadline, SpinEstimate, Subject, Waiter};
 
 const LOCKED: u32 = 1;
 const CONTENDED: u32 = 2;
@@ -217,14 +217,6 @@ impl RawMutex {
             .is_ok()
     }
 
-    /// Lockstat: sets `MAYBE_SLEEPING` while the caller holds the mutex, so that its unlock takes the
-    /// contended path, where a sampled hold time ends. Safe for the protocol: at worst that unlock
-    /// makes one futex wake that finds nobody, and a waiter arriving meanwhile sleeps at once.
-    #[cfg(all(feature = "lockstat", not(loom)))]
-    pub(crate) fn mark_contended(&self) {
-        self.state.fetch_or(MAYBE_SLEEPING, Ordering::Relaxed);
-    }
-
     /// The futex word, the target of a condvar's requeue.
     pub(crate) fn futex_word(&self) -> &AtomicU32 {
         &self.state
@@ -234,14 +226,9 @@ impl RawMutex {
     /// `lock_after_wake`). Returns false only if `deadline` passed first.
     #[cold]
     fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
-        let budget = self.spin.budget();
-        let unbounded = budget == SpinBudget::Unbounded;
-        let mut spinner = Spinner::new(budget);
-        let mut learned = false;
-        let mut sleep_start = 0u64;
+        let mut w = Waiter::new(&self.spin, deadline, Subject::Held(self));
         let mut starving = false;
         let mut s = self.state.load(Ordering::Relaxed);
-        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
         loop {
             // Free: take it. A thread that has slept cannot know whether others still sleep, so it
             // sets MAYBE_SLEEPING, passing on any wake-up it consumed: its unlock wakes one more.
@@ -254,12 +241,7 @@ impl RawMutex {
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
                 {
-                    Ok(_) => {
-                        if !learned && spinner.has_spun() {
-                            self.spin.record(true, spinner.spent_ns());
-                        }
-                        return rec.done(self, true, spinner.spent_ns(), false);
-                    }
+                    Ok(_) => return w.acquired(false),
                     Err(current) => {
                         s = current;
                         continue;
@@ -276,7 +258,7 @@ impl RawMutex {
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
                 {
-                    Ok(_) => return rec.done(self, true, spinner.spent_ns(), true),
+                    Ok(_) => return w.acquired(true),
                     Err(current) => {
                         s = current;
                         continue;
@@ -285,23 +267,16 @@ impl RawMutex {
             }
 
             // Spin while the holder may release soon: never once a thread has announced that it
-            // sleeps (CONTENDED: spinning would only barge ahead of it) or in starvation mode;
-            // always under SpinPolicy::Always. A thread woken from sleep may spin too.
-            if (unbounded || s & (CONTENDED | STARVING) == 0) && spinner.spin() {
+            // sleeps (CONTENDED: spinning would only barge ahead of it) or in starvation mode.
+            // A thread woken from sleep may spin too.
+            if w.spin(s & (CONTENDED | STARVING) == 0) {
                 s = self.state.load(Ordering::Relaxed);
                 continue;
             }
-            if !learned && spinner.has_spun() {
-                // The budget ran out: spinning did not pay this time.
-                self.spin.record(false, 0);
-                learned = true;
-            }
 
-            if let Some(d) = deadline {
-                if d.has_passed() {
-                    let got = slept && self.give_up_after_sleep();
-                    return rec.done(self, got, spinner.spent_ns(), false);
-                }
+            if w.timed_out() {
+                let got = slept && self.give_up_after_sleep();
+                return w.ended(got);
             }
 
             // Sleep. CONTENDED makes the unlocker wake us; STARVING asks it to hand off.
@@ -319,17 +294,14 @@ impl RawMutex {
                 }
                 s = want;
             }
-            if sleep_start == 0 {
-                sleep_start = now_ns();
-            }
-            rec.sleep();
-            let in_time = futex::wait(&self.state, s, deadline);
+            let in_time = w.sleep(&self.state, s);
             slept = true;
-            if !starving && now_ns().saturating_sub(sleep_start) > STARVATION_NS {
+            if !starving && w.asleep_ns() > STARVATION_NS {
                 starving = true;
             }
             if !in_time {
-                return rec.done(self, self.give_up_after_sleep(), spinner.spent_ns(), false);
+                let got = self.give_up_after_sleep();
+                return w.ended(got);
             }
             s = self.state.load(Ordering::Relaxed);
         }
@@ -420,6 +392,20 @@ impl RawMutex {
                 Err(current) => s = current,
             }
         }
+    }
+}
+
+impl stats::HoldSampled for RawMutex {
+    fn stats_key(&self) -> usize {
+        self as *const RawMutex as usize
+    }
+
+    /// Lockstat: sets `MAYBE_SLEEPING` while the caller holds the mutex, so that its unlock takes
+    /// the contended path, where a sampled hold time ends. Safe for the protocol: at worst that
+    /// unlock makes one futex wake that finds nobody, and a waiter arriving meanwhile sleeps at
+    /// once.
+    fn mark_contended(&self) {
+        self.state.fetch_or(MAYBE_SLEEPING, Ordering::Relaxed);
     }
 }
 

@@ -59,9 +59,9 @@
 //! lookup already waits for cache misses, the per-read fence cost about 19 ns more than the
 //! misses it waited behind (`scalelock bench --workload path-lookup`, 1 thread).
 //!
-//! Measured with `cargo run --release -p scalelock --example rcu_read_cost` (CPU time per read of
-//! a `[u64; 4]`, read + sum + drop, on the 2-vCPU AMD EPYC development VM shared with other jobs;
-//! three runs agreed within 0.5 ns):
+//! Measured with the former `rcu_read_cost` example, now `scalelock bench --workload rcu-read`
+//! (CPU time per read of a `[u64; 4]`, read + sum + drop, on the 2-vCPU AMD EPYC development VM
+//! shared with other jobs; three runs agreed within 0.5 ns):
 //!
 //! ```text
 //! CPU ns per read                      1 thread    2 threads (same cell)
@@ -115,7 +115,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_epoch::{self as epoch, Atomic, Collector, Guard, LocalHandle, Owned};
 
-use crate::RawMutex;
+use crate::mutex::RawMutex;
 
 /// scalelock's private epoch collector, shared by every [`Rcu`] in the process.
 fn collector() -> &'static Collector {

@@ -1,10 +1,12 @@
 //! The promises of the wait layer: policy, calibration, spinning, learning, deadlines, futex.
 #![cfg(not(loom))]
 
+use lock_api::{RawMutexTimed as _, RawRwLockTimed as _, RawRwLockUpgradeTimed as _};
 use scalelock::wait::{
     futex, pause_ps, set_spin_policy, spin_policy, Clock, Deadline, SpinBudget, SpinEstimate,
-    SpinPolicy, Spinner, EXPLORE_EVERY, MAX_ADAPTIVE_SPIN_NS, MIN_PROBE_NS,
+    SpinPolicy, Spinner, MAX_ADAPTIVE_SPIN_NS,
 };
+use scalelock::{RawBiasedRwLock, RawMutex, RawRwLock};
 use std::sync::atomic::AtomicU32;
 use std::sync::{Mutex as StdMutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -49,73 +51,9 @@ fn policy_changes_at_run_time_and_sets_the_budget() {
     assert_eq!(e.budget(), SpinBudget::Unbounded);
     set_spin_policy(SpinPolicy::Adaptive);
     match e.budget() {
-        SpinBudget::Nanos(n) => assert!((MIN_PROBE_NS..=MAX_ADAPTIVE_SPIN_NS).contains(&n)),
+        SpinBudget::Nanos(n) => assert!((1..=MAX_ADAPTIVE_SPIN_NS).contains(&n)),
         b => panic!("adaptive budget {b:?}"),
     }
-    set_spin_policy(before);
-}
-
-#[test]
-fn learned_estimate_shrinks_when_spinning_fails_and_grows_when_it_pays() {
-    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-    let before = spin_policy();
-    set_spin_policy(SpinPolicy::Adaptive);
-    let e = SpinEstimate::new();
-    for _ in 0..60 {
-        e.record(false, 0);
-    }
-    assert!(e.get() < 10, "estimate {} did not decay", e.get());
-    for _ in 0..40 {
-        e.record(true, 2_000);
-    }
-    let est = e.get();
-    assert!(
-        (1_800..=2_000).contains(&est),
-        "estimate {est} did not converge towards 2000"
-    );
-    // Four times the estimate; `budget` also spins at least half a wake-up latency (which on a
-    // VM can exceed 16 µs), `fallback_budget` does not.
-    assert_eq!(e.fallback_budget(), SpinBudget::Nanos(8_000));
-    assert!(matches!(e.budget(), SpinBudget::Nanos(n) if n >= 8_000));
-    for _ in 0..40 {
-        e.record(true, 1_000_000);
-    }
-    assert_eq!(e.budget(), SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS));
-    set_spin_policy(before);
-}
-
-#[test]
-fn failing_spins_still_explore_the_full_budget_once_in_a_while() {
-    // A short budget only sees short waits: without exploration a lock whose holders keep it
-    // 10 µs would never learn that a 10 µs spin pays.
-    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-    let before = spin_policy();
-    set_spin_policy(SpinPolicy::Adaptive);
-    let e = SpinEstimate::new();
-    let mut explored = 0;
-    for _ in 0..(EXPLORE_EVERY + 1) * 10 {
-        // (`fallback_budget`: the same exploration, without `budget`'s floor of half a wake-up
-        // latency, which could itself reach the maximum on a loaded VM.)
-        match e.fallback_budget() {
-            SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS) => explored += 1,
-            SpinBudget::Nanos(n) => assert!(n >= MIN_PROBE_NS),
-            b => panic!("{b:?}"),
-        }
-        e.record(false, 0);
-    }
-    assert_eq!(
-        explored,
-        10,
-        "one exploration every {} failures",
-        EXPLORE_EVERY + 1
-    );
-    // An exploration that succeeds teaches the estimate the longer wait.
-    e.record(true, 8_000);
-    assert!(
-        e.get() >= 2_000,
-        "estimate {} after a successful 8 µs spin",
-        e.get()
-    );
     set_spin_policy(before);
 }
 
@@ -301,6 +239,7 @@ fn bad_env_value_gets_a_message_and_the_default() {
 
 #[test]
 fn waking_a_sleeper_measures_the_cost_of_sleeping() {
+    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
     // A thread that sleeps on a mutex and is woken by the unlock teaches the wait layer what a
     // wake-up costs on this machine; the adaptive budget never spins less than half of it.
     let m = std::sync::Arc::new(scalelock::Mutex::new(0u32));
@@ -323,4 +262,110 @@ fn waking_a_sleeper_measures_the_cost_of_sleeping() {
         latency > 0 && latency <= 1_000_000,
         "wake latency {latency} ns"
     );
+}
+
+/// Every timed acquisition of every lock, against a holder that never lets go, under `policy`:
+/// each must give up at its deadline, not before and not long after.
+fn every_timed_acquisition_gives_up_on_time(policy: SpinPolicy) {
+    let timeout = Duration::from_millis(20);
+    let on_time = |what: &str, f: &dyn Fn() -> bool| {
+        let t0 = Instant::now();
+        assert!(
+            !f(),
+            "{what} under {policy:?}: acquired a lock held elsewhere"
+        );
+        let took = t0.elapsed();
+        assert!(
+            took >= timeout && took < timeout + Duration::from_secs(2),
+            "{what} under {policy:?}: gave up after {took:?}, the timeout was {timeout:?}"
+        );
+    };
+    let m = RawMutex::new();
+    m.lock();
+    on_time("RawMutex::try_lock_for", &|| m.try_lock_for(timeout));
+    // SAFETY: locked above by this thread.
+    unsafe { lock_api::RawMutex::unlock(&m) };
+
+    let rw = RawRwLock::new();
+    rw.lock_exclusive();
+    on_time("RawRwLock::try_lock_shared_for", &|| {
+        rw.try_lock_shared_for(timeout)
+    });
+    on_time("RawRwLock::try_lock_exclusive_for", &|| {
+        rw.try_lock_exclusive_for(timeout)
+    });
+    on_time("RawRwLock::try_lock_upgradable_for", &|| {
+        rw.try_lock_upgradable_for(timeout)
+    });
+    // SAFETY: write-locked above by this thread.
+    unsafe { rw.unlock_exclusive() };
+    rw.lock_shared();
+    rw.lock_upgradable();
+    on_time(
+        "RawRwLock::try_lock_exclusive_for (readers inside)",
+        &|| rw.try_lock_exclusive_for(timeout),
+    );
+    // SAFETY: this thread holds the upgradable lock; the other read lock stays.
+    on_time("RawRwLock::try_upgrade_for", &|| unsafe {
+        rw.try_upgrade_for(timeout)
+    });
+    // SAFETY: both taken above by this thread.
+    unsafe {
+        rw.unlock_upgradable();
+        rw.unlock_shared();
+    }
+    assert!(rw.try_lock_exclusive(), "the lock is left usable");
+    // SAFETY: just taken.
+    unsafe { rw.unlock_exclusive() };
+
+    let b = RawBiasedRwLock::new();
+    b.lock_exclusive();
+    on_time("RawBiasedRwLock::try_lock_shared_for", &|| {
+        lock_api::RawRwLockTimed::try_lock_shared_for(&b, timeout)
+    });
+    on_time("RawBiasedRwLock::try_lock_exclusive_for", &|| {
+        lock_api::RawRwLockTimed::try_lock_exclusive_for(&b, timeout)
+    });
+    // SAFETY: write-locked above by this thread.
+    unsafe { b.unlock_exclusive() };
+    // A deferred reader on another thread keeps a revoking writer waiting.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let b = &b;
+        scope.spawn(move || {
+            b.lock_shared();
+            tx.send(()).unwrap();
+            done_rx.recv().unwrap();
+            // SAFETY: read-locked above by this thread.
+            unsafe { b.unlock_shared() };
+        });
+        rx.recv().unwrap();
+        on_time(
+            "RawBiasedRwLock::try_lock_exclusive_for (reader inside)",
+            &|| lock_api::RawRwLockTimed::try_lock_exclusive_for(b, timeout),
+        );
+        done_tx.send(()).unwrap();
+    });
+    assert!(b.try_lock_exclusive(), "the lock is left usable");
+    // SAFETY: just taken.
+    unsafe { b.unlock_exclusive() };
+}
+
+#[test]
+fn timed_acquisitions_give_up_at_their_deadline_under_every_policy() {
+    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+    let before = spin_policy();
+    for policy in [
+        SpinPolicy::Adaptive,
+        SpinPolicy::Never,
+        SpinPolicy::Fixed(1_000),
+        // A budget longer than the timeout: the spin itself must look at the deadline.
+        SpinPolicy::Fixed(3_000_000_000),
+        SpinPolicy::Always,
+    ] {
+        set_spin_policy(policy);
+        every_timed_acquisition_gives_up_on_time(policy);
+    }
+    set_spin_policy(before);
 }

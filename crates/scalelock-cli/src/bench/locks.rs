@@ -63,10 +63,15 @@ pub fn describe(lock: &str) -> &'static str {
         "lockstat-off" => "scalelock::Mutex with lockstat compiled in, recording off (the default)",
         "lockstat-on" => "scalelock::Mutex with lockstat recording on (stats::enable())",
         "lock_api-bare" => "lock_api::Mutex over scalelock's RawMutex: no lockstat wrapper at all",
-        "scalelock-mutex" => "path-lookup: scalelock::Mutex<HashMap> (one lock, as OSv's VFS)",
-        "scalelock-rcu" => {
-            "path-lookup: 8192 hash slots, each a scalelock::rcu::Rcu cell; QSBR readers (no lock, no fence)"
+        "scalelock-mutex" => {
+            "scalelock::Mutex (path-lookup: around one HashMap, as OSv's VFS; rcu-read: around \
+             the value)"
         }
+        "scalelock-rcu" => {
+            "scalelock::rcu::Rcu (path-lookup: 8192 hash slots, each an Rcu cell, QSBR readers; \
+             rcu-read: an outermost Rcu::read)"
+        }
+        "scalelock-rcu-nested" => "rcu-read: Rcu::read inside an enclosing read of the same cell",
         "dashmap" => "path-lookup: dashmap::DashMap (sharded RwLocks), the crates.io peer",
         "system" => "large-alloc: glibc malloc (mmap/munmap above the mmap threshold)",
         "mimalloc" => "large-alloc: mimalloc",

@@ -39,6 +39,60 @@ pub fn load_average() -> Option<f64> {
         .ok()
 }
 
+/// The commit of the working directory's git checkout (`git rev-parse HEAD`, `-dirty` appended
+/// when tracked files have changes), or `unknown` where git or a checkout is missing.
+pub fn commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "HEAD"]) {
+        Some(head) if !head.is_empty() => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            if dirty {
+                format!("{head}-dirty")
+            } else {
+                head
+            }
+        }
+        _ => "unknown".to_string(),
+    }
+}
+
+/// `t` as `YYYY-MM-DD HH:MM UTC`.
+pub fn utc_date(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
 fn cpu_model() -> Option<String> {
     let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
     info.lines().find_map(|line| {
@@ -81,5 +135,25 @@ mod tests {
         assert!(!m.model.is_empty());
         assert!(m.kernel.starts_with("Linux "), "{}", m.kernel);
         assert!(super::load_average().is_some_and(|l| l >= 0.0));
+    }
+
+    #[test]
+    fn dates_are_utc_calendar_dates() {
+        use std::time::{Duration, UNIX_EPOCH};
+        assert_eq!(super::utc_date(UNIX_EPOCH), "1970-01-01 00:00 UTC");
+        // 2000-02-29 12:34 UTC (a leap day).
+        let t = UNIX_EPOCH + Duration::from_secs(951_827_640);
+        assert_eq!(super::utc_date(t), "2000-02-29 12:34 UTC");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_000_000);
+        assert_eq!(super::utc_date(t), "2026-11-18 11:06 UTC");
+    }
+
+    #[test]
+    fn commit_is_a_hash_or_unknown() {
+        let c = super::commit();
+        assert!(
+            c == "unknown" || c.trim_end_matches("-dirty").len() == 40,
+            "{c}"
+        );
     }
 }

@@ -5,9 +5,11 @@
 //! - [`harness`]: threads on a barrier, warm-up, fixed-duration measurement, sampled latency;
 //! - [`stats`]: percentiles, fairness, ratios; [`output`]: table, JSON, CSV; [`report`]: HTML.
 
+pub mod compare;
 pub mod harness;
 pub mod locks;
 pub mod machine;
+pub mod markdown;
 pub mod output;
 pub mod report;
 pub mod stats;
@@ -15,8 +17,8 @@ pub mod work;
 pub mod workloads;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use output::{Config, Run, WorkloadInfo};
-use stats::{summarize, Record};
+use output::{Config, Metric, Run, WorkloadInfo};
+use stats::{summarize, Record, RunStats, Spread};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -24,13 +26,14 @@ use std::time::Duration;
 pub const DEFAULT_THREADS: &[usize] = &[1, 2, 4, 8, 32, 128];
 /// Thread counts of `--quick`.
 pub const QUICK_THREADS: &[usize] = &[1, 4, 32];
-/// Measured milliseconds per point by default.
-pub const DEFAULT_DURATION_MS: u64 = 200;
-/// Measured milliseconds per point with `--quick`.
-pub const QUICK_DURATION_MS: u64 = 40;
-/// Rounds per point: each runs half the duration, the second in reverse order, and the round
-/// with the higher throughput is reported.
-pub const ROUNDS: usize = 2;
+/// Measured milliseconds of one run of a point by default.
+pub const DEFAULT_DURATION_MS: u64 = 100;
+/// Measured milliseconds of one run with `--quick`.
+pub const QUICK_DURATION_MS: u64 = 20;
+/// Runs per point without `--repeat`.
+pub const DEFAULT_REPEAT: usize = 1;
+/// Largest accepted `--repeat`.
+pub const MAX_REPEAT: usize = 1000;
 /// Largest accepted `--duration-ms` (10 minutes).
 pub const MAX_DURATION_MS: u64 = 600_000;
 /// Largest accepted thread count.
@@ -55,6 +58,14 @@ pub struct Options {
     pub report: PathBuf,
     /// `--quick`.
     pub quick: bool,
+    /// `--repeat N`, or [`DEFAULT_REPEAT`].
+    pub repeat: Option<usize>,
+    /// `--markdown FILE`.
+    pub markdown: Option<PathBuf>,
+    /// `--metric`: the figures the stdout table shows.
+    pub metrics: Vec<Metric>,
+    /// The command line as typed, for the results file.
+    pub command: String,
 }
 
 /// Warm-up for a measured duration: a fifth of it, between 5 and 100 ms.
@@ -94,6 +105,11 @@ fn select(opts: &Options) -> Result<Vec<Box<dyn workloads::Workload>>, String> {
             ));
         }
     }
+    if let Some(n) = opts.repeat {
+        if n == 0 || n > MAX_REPEAT {
+            return Err(format!("--repeat {n} is out of range 1..={MAX_REPEAT}"));
+        }
+    }
     if let Some(d) = opts.duration_ms {
         if d == 0 || d > MAX_DURATION_MS {
             return Err(format!(
@@ -110,9 +126,10 @@ fn select(opts: &Options) -> Result<Vec<Box<dyn workloads::Workload>>, String> {
         .collect())
 }
 
-/// The JSON record of one measured round of point `p`.
+/// The JSON record of one run of point `p` (its `runs` holds that run alone).
 fn record(workload: &str, p: &workloads::Point, m: &harness::Measurement, cpus: usize) -> Record {
     let s = summarize(m);
+    let run = stats::RunStats::of(&s, m.elapsed.as_secs_f64());
     Record {
         workload: workload.to_string(),
         lock: p.lock.clone(),
@@ -136,6 +153,8 @@ fn record(workload: &str, p: &workloads::Point, m: &harness::Measurement, cpus: 
             }
             params
         },
+        ops_per_sec_spread: Spread::of(&[s.ops_per_sec]),
+        runs: vec![run],
     }
 }
 
@@ -161,9 +180,139 @@ pub enum Error {
     Failed(String),
 }
 
-/// Runs the bench: measures, prints the table, writes JSON / CSV / report.
+/// The cells of a plan: the indices of the points measured side by side (same workload, case
+/// and thread count), in plan order.
+fn cells(plan: &[(&str, workloads::Point)]) -> Vec<Vec<usize>> {
+    let mut out: Vec<(usize, Vec<usize>)> = Vec::new();
+    for (i, (w, p)) in plan.iter().enumerate() {
+        let same = |j: usize| {
+            let (w2, q) = &plan[j];
+            w2 == w && q.case == p.case && q.threads == p.threads
+        };
+        match out.iter_mut().find(|(first, _)| same(*first)) {
+            Some((_, members)) => members.push(i),
+            None => out.push((i, vec![i])),
+        }
+    }
+    out.into_iter().map(|(_, m)| m).collect()
+}
+
+/// A small xorshift generator for shuffling the order of each round (no statistical claims:
+/// it only has to keep a lock from always running first).
+struct Shuffler(u64);
+
+impl Shuffler {
+    fn new(seed: u64) -> Shuffler {
+        Shuffler(seed | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+
+    /// Fisher–Yates.
+    fn shuffle<T>(&mut self, v: &mut [T]) {
+        for i in (1..v.len()).rev() {
+            let j = (self.next() % (i as u64 + 1)) as usize;
+            v.swap(i, j);
+        }
+    }
+}
+
+/// The order of the runs: cell by cell; within a cell `repeat` rounds, each running every point
+/// of the cell once, in an order shuffled per round. A phase change of the machine (other work
+/// starting, a VM migrating) then hits every lock of the cell alike, and run `k` of each point
+/// of a cell are paired (same round).
+pub fn schedule(cells: &[Vec<usize>], repeat: usize, seed: u64) -> Vec<(usize, usize)> {
+    let mut rng = Shuffler::new(seed);
+    let mut out = Vec::new();
+    for cell in cells {
+        for round in 0..repeat {
+            let mut order = cell.clone();
+            rng.shuffle(&mut order);
+            out.extend(order.into_iter().map(|i| (i, round)));
+        }
+    }
+    out
+}
+
+/// What one run costs besides its warm-up and measured window, fitted to the per-run wall times
+/// (`runs[].wall_s` in the JSON) of default and `--quick` sweeps on the 2-core development VM:
+/// a fixed part (setting up the workload), half a warm-up (the harness gives threads that have
+/// not run yet up to one more warm-up), starting, stopping and joining each thread, and a part
+/// that grows with the square of the threads beyond the CPUs: when the stop flag is raised every
+/// thread must still finish its operation, and with spinning locks under oversubscription each
+/// of those waits for preempted holders.
+const RUN_FIXED: Duration = Duration::from_millis(5);
+/// See [`RUN_FIXED`].
+const PER_THREAD: Duration = Duration::from_millis(4);
+/// See [`RUN_FIXED`].
+const PER_EXCESS_THREAD_SQUARED: Duration = Duration::from_micros(41);
+
+/// How long one run of a point on `threads` threads takes, about, on a machine with `cpus`
+/// usable CPUs.
+pub fn run_estimate(threads: usize, cpus: usize, warmup: Duration, duration: Duration) -> Duration {
+    let excess = threads.saturating_sub(cpus) as u32;
+    warmup
+        + duration
+        + RUN_FIXED
+        + warmup / 2
+        + PER_THREAD * threads as u32
+        + PER_EXCESS_THREAD_SQUARED * (excess * excess)
+}
+
+/// Fails unless `path` can be written: it is created (and removed again) when absent.
+fn check_writable_file(path: &std::path::Path, flag: &str) -> Result<(), String> {
+    let existed = path.exists();
+    if path.is_dir() {
+        return Err(format!("{flag} {}: is a directory", path.display()));
+    }
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| format!("{flag} {}: cannot write there: {e}", path.display()))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+/// Fails unless the report directory can be created and written into.
+fn check_writable_dir(dir: &std::path::Path) -> Result<(), String> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| format!("--report {}: cannot create it: {e}", dir.display()))?;
+    let probe = dir.join(".scalelock-write-check");
+    std::fs::write(&probe, b"")
+        .map_err(|e| format!("--report {}: cannot write there: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(probe);
+    Ok(())
+}
+
+/// Checks every output path before anything is measured.
+fn check_outputs(opts: &Options) -> Result<(), String> {
+    for (flag, path) in [
+        ("--json", &opts.json),
+        ("--csv", &opts.csv),
+        ("--markdown", &opts.markdown),
+    ] {
+        if let Some(p) = path {
+            check_writable_file(p, flag)?;
+        }
+    }
+    check_writable_dir(&opts.report)
+}
+
+/// Runs the bench: measures, prints the table, writes JSON / CSV / markdown / report.
 pub fn run(opts: &Options) -> Result<(), Error> {
+    let started = std::time::SystemTime::now();
     let selected = select(opts).map_err(Error::Usage)?;
+    let repeat = opts.repeat.unwrap_or(DEFAULT_REPEAT);
     let mut threads = opts.threads.clone().unwrap_or_else(|| {
         if opts.quick {
             QUICK_THREADS.to_vec()
@@ -205,6 +354,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             "nothing to run: no selected workload measures any selected lock".into(),
         ));
     }
+    check_outputs(opts).map_err(Error::Failed)?;
 
     let load_start = machine::load_average();
     let cpus = machine::detect().usable_cpus;
@@ -214,26 +364,29 @@ pub fn run(opts: &Options) -> Result<(), Error> {
              running, the numbers will be noisy"
         );
     }
-    // Each point runs in ROUNDS rounds of half the duration, the second round in reverse order;
-    // the round with the higher throughput is reported (outside load only ever slows a round).
-    let round = (duration / ROUNDS as u32).max(Duration::from_millis(1));
-    let warmup = warmup_for(round);
-    // Per-round overhead measured on a 2-core machine: starting up to 128 threads, building a
-    // workload's shared state (path-lookup's 100k-entry map), joining.
-    let per_point = (warmup + round + Duration::from_millis(115)) * ROUNDS as u32;
+    let warmup = warmup_for(duration);
+    let order = schedule(
+        &cells(&plan),
+        repeat,
+        started
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(1, |d| d.as_nanos() as u64),
+    );
+    let estimate: Duration = order
+        .iter()
+        .map(|&(i, _)| run_estimate(plan[i].1.threads, cpus, warmup, duration))
+        .sum();
     eprintln!(
-        "scalelock bench: {} points, {} rounds of {} ms each (+{} ms warm-up), threads {:?}: about {} s",
+        "scalelock bench: {} points × {repeat} run{} of {} ms (+{} ms warm-up), threads {:?}: \
+         about {}",
         plan.len(),
-        ROUNDS,
-        round.as_millis(),
+        if repeat == 1 { "" } else { "s" },
+        duration.as_millis(),
         warmup.as_millis(),
         threads,
-        (per_point * plan.len() as u32).as_secs().max(1)
+        human_seconds(estimate.as_secs_f64())
     );
-    let bar = ProgressBar::with_draw_target(
-        Some((plan.len() * ROUNDS) as u64),
-        ProgressDrawTarget::stderr(),
-    );
+    let bar = ProgressBar::with_draw_target(Some(order.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template(
             "{elapsed_precise} [{bar:30}] {pos}/{len} eta {eta:>3} {wide_msg}",
@@ -244,77 +397,72 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 
     let spin_policy = scalelock::wait::spin_policy().to_string();
     let clock_overhead_ns = harness::clock_overhead_ns();
-    let mut best: Vec<Option<Record>> = vec![None; plan.len()];
-    let mut rounds_seen: Vec<Vec<f64>> = vec![Vec::new(); plan.len()];
+    let t0 = std::time::Instant::now();
+    let mut runs: Vec<Vec<Record>> = (0..plan.len()).map(|_| Vec::new()).collect();
+    let mut latency: Vec<hdrhistogram::Histogram<u64>> =
+        (0..plan.len()).map(|_| harness::new_histogram()).collect();
     let mut failed: Vec<Option<String>> = vec![None; plan.len()];
-    for r in 0..ROUNDS {
-        let order: Vec<usize> = if r % 2 == 0 {
-            (0..plan.len()).collect()
-        } else {
-            (0..plan.len()).rev().collect()
+    for (i, round) in order {
+        let (workload, p) = &plan[i];
+        bar.set_message(format!(
+            "{workload} {}{} {}t, run {}/{repeat}",
+            p.case
+                .as_deref()
+                .map_or(String::new(), |c| format!("[{c}] ")),
+            p.series,
+            p.threads,
+            round + 1
+        ));
+        bar.inc(1);
+        if failed[i].is_some() {
+            continue;
+        }
+        let trial = harness::Trial {
+            threads: p.threads,
+            warmup,
+            duration,
+            sample_every: p.sample_every,
         };
-        for i in order {
-            let (workload, p) = &plan[i];
-            bar.set_message(format!(
-                "{workload} {}{} {}t",
-                p.case
-                    .as_deref()
-                    .map_or(String::new(), |c| format!("[{c}] ")),
-                p.series,
-                p.threads
-            ));
-            bar.inc(1);
-            if failed[i].is_some() {
-                continue;
-            }
-            let trial = harness::Trial {
-                threads: p.threads,
-                warmup,
-                duration: round,
-                sample_every: p.sample_every,
-            };
-            match (p.run)(&trial) {
-                Ok(m) => {
-                    let rec = record(workload, p, &m, cpus);
-                    if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
-                        eprintln!("{}", output::point_line(&rec));
-                    }
-                    rounds_seen[i].push(rec.ops_per_sec);
-                    let better = match &best[i] {
-                        None => true,
-                        Some(b) => rec.ops_per_sec > b.ops_per_sec,
-                    };
-                    if better {
-                        best[i] = Some(rec);
-                    }
+        let run_started = std::time::Instant::now();
+        match (p.run)(&trial) {
+            Ok(m) => {
+                let mut rec = record(workload, p, &m, cpus);
+                for k in &mut rec.runs {
+                    k.wall_s = run_started.elapsed().as_secs_f64();
                 }
-                Err(e) => {
-                    bar.suspend(|| {
-                        eprintln!(
-                            "scalelock bench: {workload} {} {}t FAILED: {e}",
-                            p.series, p.threads
-                        )
-                    });
-                    failed[i] = Some(format!(
-                        "{workload} {} {} threads: {e}",
+                if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
+                    eprintln!("{}", output::point_line(&rec));
+                }
+                let _ = latency[i].add(&m.latency);
+                runs[i].push(rec);
+            }
+            Err(e) => {
+                bar.suspend(|| {
+                    eprintln!(
+                        "scalelock bench: {workload} {} {}t FAILED: {e}",
                         p.series, p.threads
-                    ));
-                }
+                    )
+                });
+                failed[i] = Some(format!(
+                    "{workload} {} {} threads: {e}",
+                    p.series, p.threads
+                ));
             }
         }
     }
-    let failures: Vec<String> = failed.into_iter().flatten().collect();
-    let mut records: Vec<Record> = Vec::with_capacity(plan.len());
-    for (i, rec) in best.into_iter().enumerate() {
-        if let Some(mut rec) = rec {
-            rec.params.insert(
-                "round_ops_per_sec".into(),
-                serde_json::json!(rounds_seen[i]),
-            );
-            records.push(rec);
-        }
-    }
+    let elapsed = t0.elapsed();
     bar.finish_and_clear();
+    eprintln!(
+        "scalelock bench: measured in {} (estimated {})",
+        human_seconds(elapsed.as_secs_f64()),
+        human_seconds(estimate.as_secs_f64())
+    );
+    let failures: Vec<String> = failed.into_iter().flatten().collect();
+    let mut records: Vec<Record> = runs
+        .into_iter()
+        .zip(&latency)
+        .filter_map(|(rs, h)| combine(rs, h))
+        .collect();
 
     let infos: Vec<WorkloadInfo> = selected
         .iter()
@@ -322,6 +470,8 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             name: w.name().to_string(),
             about: w.about().to_string(),
             ours: w.ours().to_string(),
+            throughput: w.throughput_label().to_string(),
+            latency: w.latency_label().to_string(),
         })
         .collect();
     output::annotate_ratios(&mut records, &infos);
@@ -330,24 +480,33 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         results: records,
         config: Config {
             duration_ms: duration.as_millis() as u64,
-            rounds: ROUNDS,
+            repeat,
             warmup_ms: warmup.as_millis() as u64,
             threads,
             quick: opts.quick,
             spin_policy,
             clock_overhead_ns,
             load_average: [load_start, machine::load_average()],
+            command: opts.command.clone(),
+            commit: machine::commit(),
+            date: machine::utc_date(started),
+            elapsed_s: elapsed.as_secs_f64(),
+            estimate_s: estimate.as_secs_f64(),
         },
         workloads: infos,
     };
 
-    print!("{}", output::table(&run));
+    print!("{}", output::table(&run, &opts.metrics));
     if let Some(path) = &opts.json {
         output::write_json(&run, path).map_err(Error::Failed)?;
         eprintln!("scalelock bench: wrote {}", path.display());
     }
     if let Some(path) = &opts.csv {
         output::write_csv(&run, path).map_err(Error::Failed)?;
+        eprintln!("scalelock bench: wrote {}", path.display());
+    }
+    if let Some(path) = &opts.markdown {
+        markdown::write(&run, path).map_err(Error::Failed)?;
         eprintln!("scalelock bench: wrote {}", path.display());
     }
     let index = report::write(&run, &opts.report).map_err(Error::Failed)?;
@@ -361,6 +520,41 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             failures.len(),
             failures.join("\n  ")
         )))
+    }
+}
+
+/// One point's record from its runs: the median run's record, with `ops_per_sec` and
+/// `cpu_ns_per_op` the medians of the runs, latency percentiles over every run's samples
+/// (`latency`), and every run kept in `runs`. `None` when the point never ran.
+pub fn combine(runs: Vec<Record>, latency: &hdrhistogram::Histogram<u64>) -> Option<Record> {
+    let ops: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
+    let cpu: Vec<f64> = runs.iter().map(|r| r.cpu_ns_per_op).collect();
+    let spread = Spread::of(&ops);
+    let mid = stats::median_index(&ops);
+    let kept: Vec<RunStats> = runs.iter().flat_map(|r| r.runs.clone()).collect();
+    let mut rec = runs.into_iter().nth(mid)?;
+    rec.ops_per_sec = spread.median;
+    rec.cpu_ns_per_op = Spread::of(&cpu).median;
+    rec.ns_per_op = if spread.median > 0.0 {
+        rec.threads as f64 * 1e9 / spread.median
+    } else {
+        rec.ns_per_op
+    };
+    if !latency.is_empty() {
+        rec.latency_ns = stats::latency(latency);
+        rec.latency_samples = latency.len();
+    }
+    rec.ops_per_sec_spread = spread;
+    rec.runs = kept;
+    Some(rec)
+}
+
+/// `45 s`, `6.2 min`.
+pub fn human_seconds(s: f64) -> String {
+    if s < 100.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{:.1} min", s / 60.0)
     }
 }
 
@@ -407,6 +601,13 @@ mod tests {
             ..opts()
         })
         .is_err());
+        assert!(select(&Options {
+            repeat: Some(0),
+            ..opts()
+        })
+        .err()
+        .unwrap()
+        .contains("--repeat 0"));
     }
 
     #[test]
@@ -439,6 +640,103 @@ mod tests {
             .map(|p| format!("{}{}{}", p.case.as_deref().unwrap(), p.lock, p.threads))
             .collect();
         assert_eq!(order, ["xa1", "xb1", "xa4", "xb4", "ya1", "yb1"]);
+    }
+
+    #[test]
+    fn rounds_interleave_the_points_of_a_cell_in_a_shuffled_order() {
+        let mk = |lock: &str, t| workloads::Point::new(lock, t, |_| Err(String::new()));
+        let plan = vec![
+            ("w", mk("a", 1)),
+            ("w", mk("b", 1)),
+            ("w", mk("c", 1)),
+            ("w", mk("a", 4)),
+            ("w", mk("b", 4)),
+            ("w", mk("c", 4)),
+        ];
+        let cells = cells(&plan);
+        assert_eq!(cells, vec![vec![0, 1, 2], vec![3, 4, 5]]);
+        let order = schedule(&cells, 4, 12345);
+        assert_eq!(order.len(), 24);
+        // Cell by cell; within a cell, round by round, each point once per round.
+        for (k, chunk) in order.chunks(3).enumerate() {
+            let cell = &cells[k / 4];
+            let mut seen: Vec<usize> = chunk.iter().map(|&(i, _)| i).collect();
+            seen.sort_unstable();
+            assert_eq!(&seen, cell);
+            assert!(chunk.iter().all(|&(_, round)| round == k % 4));
+        }
+        // The order changes between rounds (for some seed; 4 rounds of 3 points all in the
+        // same order would be a 1 in 216 chance per seed).
+        let shuffled = (0..8u64).any(|seed| {
+            let o = schedule(&cells[..1], 4, seed);
+            let firsts: Vec<usize> = o.chunks(3).map(|c| c[0].0).collect();
+            firsts.iter().any(|&f| f != firsts[0])
+        });
+        assert!(shuffled);
+    }
+
+    #[test]
+    fn the_median_run_is_kept_with_every_run() {
+        use crate::bench::output::tests::record_runs;
+        let runs: Vec<Record> = [30.0, 10.0, 20.0]
+            .iter()
+            .map(|&o| record_runs("w", None, "std", 2, &[o]))
+            .collect();
+        let mut h = harness::new_histogram();
+        h.record(1234).unwrap();
+        let r = combine(runs, &h).unwrap();
+        assert_eq!(r.ops_per_sec, 20.0);
+        assert_eq!(
+            (r.ops_per_sec_spread.min, r.ops_per_sec_spread.max),
+            (10.0, 30.0)
+        );
+        assert_eq!(r.runs.len(), 3);
+        assert_eq!(r.runs[1].ops_per_sec, 10.0, "runs keep their order");
+        assert_eq!(r.latency_samples, 1);
+        assert!(combine(Vec::new(), &h).is_none());
+    }
+
+    #[test]
+    fn the_estimate_grows_with_threads_past_the_cpus() {
+        let (w, d) = (Duration::from_millis(20), Duration::from_millis(100));
+        let one = run_estimate(1, 2, w, d);
+        assert!(one >= w + d && one < w + d + Duration::from_millis(50));
+        let many = run_estimate(128, 2, w, d);
+        assert!(many > run_estimate(128, 128, w, d));
+        assert!(many > Duration::from_millis(500));
+    }
+
+    #[test]
+    fn outputs_are_checked_before_measuring() {
+        let dir = std::env::temp_dir().join(format!("scalelock-outputs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ok = Options {
+            json: Some(dir.join("a.json")),
+            report: dir.join("report"),
+            ..opts()
+        };
+        assert!(check_outputs(&ok).is_ok());
+        assert!(
+            !dir.join("a.json").exists(),
+            "the probe leaves nothing behind"
+        );
+        let bad = Options {
+            csv: Some(PathBuf::from("/nonexistent-dir/x.csv")),
+            ..ok.clone()
+        };
+        let e = check_outputs(&bad).unwrap_err();
+        assert!(
+            e.starts_with("--csv /nonexistent-dir/x.csv: cannot write there"),
+            "{e}"
+        );
+        let dir_as_file = Options {
+            markdown: Some(dir.clone()),
+            ..ok
+        };
+        assert!(check_outputs(&dir_as_file)
+            .unwrap_err()
+            .contains("is a directory"));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

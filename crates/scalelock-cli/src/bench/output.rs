@@ -2,7 +2,7 @@
 
 use super::locks;
 use super::machine::Machine;
-use super::stats::{duration_ns, ratio_to_best, si, within, Record};
+use super::stats::{duration_ns, si, Ratio, Record, Standing};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -24,11 +24,11 @@ pub struct Run {
 /// How a run was configured (an extra JSON field).
 #[derive(Clone, Debug, Serialize)]
 pub struct Config {
-    /// Measured time per point, all rounds together.
+    /// Measured time of one run of a point.
     pub duration_ms: u64,
-    /// Rounds per point (each `duration_ms / rounds`; the best round is reported).
-    pub rounds: usize,
-    /// Warm-up per point.
+    /// Runs per point (`--repeat`); `ops_per_sec` is their median.
+    pub repeat: usize,
+    /// Warm-up before each run.
     pub warmup_ms: u64,
     /// Thread sweep.
     pub threads: Vec<usize>,
@@ -41,6 +41,17 @@ pub struct Config {
     /// 1-minute load average when the run started and when it ended: well above the CPU count
     /// at the start means other work competed with the bench.
     pub load_average: [Option<f64>; 2],
+    /// The command line, as typed (arguments quoted where needed).
+    pub command: String,
+    /// `git rev-parse HEAD` of the working directory (with `-dirty` when it has changes), or
+    /// `unknown`.
+    pub commit: String,
+    /// When the run started, UTC (`2026-12-01 15:42 UTC`).
+    pub date: String,
+    /// How long the measurements took, seconds.
+    pub elapsed_s: f64,
+    /// What the bench estimated at the start, seconds.
+    pub estimate_s: f64,
 }
 
 /// A workload's description for the report and table.
@@ -52,6 +63,10 @@ pub struct WorkloadInfo {
     pub about: String,
     /// The series compared against the best other.
     pub ours: String,
+    /// What its throughput counts (`ops/s, all threads`).
+    pub throughput: String,
+    /// What its latency times (`acquisition latency`).
+    pub latency: String,
 }
 
 /// Records of one (workload, case): one table block, one row of plots.
@@ -92,30 +107,40 @@ impl<'a> Group<'a> {
             .find(|r| r.series == series && r.threads == threads)
     }
 
-    /// Throughput of `series` over the best series at `threads` that is not of the `ours`
-    /// family (see [`is_own`]); the bare test-and-set floor is a reference, not an alternative,
-    /// and is left out too.
-    ///
-    /// In a group measured on one thread only (`uncontended`), throughput is taken as
-    /// operations per CPU second (`1 / cpu_ns_per_op`): with one running thread that is the
-    /// lock's cost, while wall time also counts whatever preemption the thread suffered.
-    pub fn ratio(&self, ours: &str, series: &str, threads: usize) -> Option<f64> {
+    /// The best series at `threads` that is not of the `ours` family (see [`is_own`]) and not
+    /// the bare test-and-set floor (a reference, not an alternative), by median speed (see
+    /// [`Group::ratio`]).
+    pub fn best_other(&self, ours: &str, threads: usize) -> Option<&'a Record> {
         let single = self.is_single_thread();
-        let speed = |r: &Record| {
-            if single {
-                1e9 / r.cpu_ns_per_op.max(1e-3)
-            } else {
-                r.ops_per_sec
-            }
-        };
-        ratio_to_best(
-            self.get(series, threads).map(&speed),
-            self.records
+        self.records
+            .iter()
+            .copied()
+            .filter(|r| r.threads == threads && !is_own(ours, &r.series))
+            .filter(|r| r.lock != locks::FLOOR)
+            .max_by(|a, b| speed(single, a).total_cmp(&speed(single, b)))
+    }
+
+    /// Speed of `series` over the best other at `threads` ([`Group::best_other`]): the ratio
+    /// of their medians, with the spread of the ratios of their paired runs (run `k` of both
+    /// ran in the same round).
+    ///
+    /// In a group measured on one thread only (`uncontended`), speed is operations per CPU
+    /// second (`1 / cpu_ns_per_op`): with one running thread that is the lock's cost, while
+    /// wall time also counts whatever preemption the thread suffered.
+    pub fn ratio(&self, ours: &str, series: &str, threads: usize) -> Option<Ratio> {
+        let single = self.is_single_thread();
+        let own = self.get(series, threads)?;
+        let best = self.best_other(ours, threads)?;
+        let runs = |r: &Record| -> Vec<f64> {
+            r.runs
                 .iter()
-                .filter(|r| r.threads == threads && !is_own(ours, &r.series))
-                .filter(|r| r.lock != locks::FLOOR)
-                .copied()
-                .map(&speed),
+                .map(|k| run_speed(single, k.ops_per_sec, k.cpu_ns_per_op))
+                .collect()
+        };
+        Ratio::new(
+            speed(single, own),
+            speed(single, best),
+            runs(own).into_iter().zip(runs(best)),
         )
     }
 
@@ -131,6 +156,23 @@ impl<'a> Group<'a> {
             .filter(|s| is_own(ours, s))
             .collect()
     }
+}
+
+/// Operations per second, or per CPU second in a single-thread group (see [`Group::ratio`]);
+/// zero when no operation completed (`cpu_ns_per_op` is then the window's CPU time).
+pub fn run_speed(single: bool, ops_per_sec: f64, cpu_ns_per_op: f64) -> f64 {
+    if ops_per_sec <= 0.0 {
+        0.0
+    } else if single {
+        1e9 / cpu_ns_per_op.max(1e-3)
+    } else {
+        ops_per_sec
+    }
+}
+
+/// The median speed of a record.
+fn speed(single: bool, r: &Record) -> f64 {
+    run_speed(single, r.ops_per_sec, r.cpu_ns_per_op)
 }
 
 /// Whether `series` belongs to the family of the workload's own series `ours`: `ours` itself or
@@ -159,7 +201,8 @@ pub fn groups(records: &[Record]) -> Vec<Group<'_>> {
     out
 }
 
-/// Fills the `ratio_to_best_other` param of every record of the workload's own series.
+/// Fills the `ratio_to_best_other` (median), `ratio_min`, `ratio_max`, `ratio_undecided` and
+/// `best_other` params of every record of the workload's own series.
 pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
     let mut ratios = Vec::new();
     for g in groups(records) {
@@ -168,27 +211,133 @@ pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
         };
         for s in g.own_series(&info.ours) {
             for t in g.threads() {
-                if let Some(ratio) = g.ratio(&info.ours, s, t) {
+                if let (Some(ratio), Some(best)) =
+                    (g.ratio(&info.ours, s, t), g.best_other(&info.ours, t))
+                {
                     let key = (g.workload.to_string(), g.case.map(str::to_string));
-                    ratios.push((key, s.to_string(), t, ratio));
+                    ratios.push((key, s.to_string(), t, ratio, best.series.clone()));
                 }
             }
         }
     }
-    for ((w, c), s, t, ratio) in ratios {
+    for ((w, c), s, t, ratio, best) in ratios {
         if let Some(r) = records
             .iter_mut()
             .find(|r| r.workload == w && r.case == c && r.threads == t && r.series == s)
         {
-            r.params
-                .insert("ratio_to_best_other".into(), serde_json::json!(ratio));
+            let p = &mut r.params;
+            p.insert(
+                "ratio_to_best_other".into(),
+                serde_json::json!(ratio.median),
+            );
+            p.insert("ratio_min".into(), serde_json::json!(ratio.min));
+            p.insert("ratio_max".into(), serde_json::json!(ratio.max));
+            p.insert(
+                "ratio_undecided".into(),
+                serde_json::json!(ratio.undecided()),
+            );
+            p.insert("best_other".into(), serde_json::json!(best));
         }
     }
 }
 
-/// The compact table printed at the end of a run.
-pub fn table(run: &Run) -> String {
+/// A figure the stdout table can show per cell (`--metric`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metric {
+    /// Throughput (median of the runs).
+    Ops,
+    /// CPU time per operation (median of the runs).
+    Cpu,
+    /// 99th percentile latency (all runs' samples together).
+    P99,
+    /// 99.9th percentile latency.
+    P999,
+    /// Largest latency sample.
+    Max,
+}
+
+impl Metric {
+    /// Every metric, in table order: the default of `--metric`.
+    pub const ALL: [Metric; 5] = [
+        Metric::Ops,
+        Metric::Cpu,
+        Metric::P99,
+        Metric::P999,
+        Metric::Max,
+    ];
+
+    /// The `--metric` names.
+    pub const NAMES: [&'static str; 5] = ["ops", "cpu", "p99", "p999", "max"];
+
+    /// The metric called `name` (see [`Metric::NAMES`]).
+    pub fn parse(name: &str) -> Result<Metric, String> {
+        Metric::NAMES
+            .iter()
+            .position(|n| *n == name.trim())
+            .map(|i| Metric::ALL[i])
+            .ok_or_else(|| {
+                format!(
+                    "unknown metric `{name}`; choose from: {}",
+                    Metric::NAMES.join(", ")
+                )
+            })
+    }
+
+    /// The value of this metric in `r`, formatted (`-` when nothing was measured).
+    pub fn cell(self, r: &Record) -> String {
+        let lat = |v: u64| {
+            if r.latency_samples == 0 {
+                "-".to_string()
+            } else {
+                duration_ns(v as f64)
+            }
+        };
+        match self {
+            Metric::Ops => si(r.ops_per_sec),
+            Metric::Cpu if r.total_ops == 0 => format!(">{}", duration_ns(r.cpu_ns_per_op)),
+            Metric::Cpu => duration_ns(r.cpu_ns_per_op),
+            Metric::P99 => lat(r.latency_ns.p99),
+            Metric::P999 => lat(r.latency_ns.p999),
+            Metric::Max => lat(r.latency_ns.max),
+        }
+    }
+
+    /// The heading of this metric's block in `info`'s workload.
+    pub fn heading(self, info: Option<&WorkloadInfo>) -> String {
+        let latency = info.map_or("acquisition latency", |i| i.latency.as_str());
+        match self {
+            Metric::Ops => info
+                .map_or("ops/s, all threads", |i| i.throughput.as_str())
+                .into(),
+            Metric::Cpu => "CPU time per operation".into(),
+            Metric::P99 => format!("{latency}, p99"),
+            Metric::P999 => format!("{latency}, p99.9"),
+            Metric::Max => format!("{latency}, max"),
+        }
+    }
+}
+
+/// Width of one cell in the stdout table (fits `1.10–1.31`).
+const CELL: usize = 9;
+
+/// The compact table printed at the end of a run: per (workload, case) one block per metric in
+/// `metrics`, the ratio of each of our series to the best other (median of the runs, `?` when
+/// undecided) with its spread, and one verdict line per workload and own series.
+pub fn table(run: &Run, metrics: &[Metric]) -> String {
     let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Medians of {} run{} per point. Ratios: ours ÷ the best other lock (the test-and-set\n\
+         floor is not a lock), medians, with the range of the per-round ratios; `?` marks a\n\
+         cell left undecided (the range crosses 1.0 or is wider than ±5%).",
+        run.config.repeat,
+        if run.config.repeat == 1 { "" } else { "s" }
+    );
+    if run.config.repeat == 1 {
+        out.push_str(
+            "One run per point: no spread, nothing can be called undecided (--repeat N).\n",
+        );
+    }
     let mut last_workload = "";
     for g in groups(&run.results) {
         let info = run.workloads.iter().find(|w| w.name == g.workload);
@@ -205,76 +354,93 @@ pub fn table(run: &Run) -> String {
         };
         let threads = g.threads();
         let series = g.series();
+        let label = |s: &str| -> String {
+            if s == locks::FLOOR {
+                format!("{s} (floor)")
+            } else {
+                s.to_string()
+            }
+        };
         let width = series
             .iter()
-            .map(|s| s.len())
+            .map(|s| label(s).len())
+            .chain(own_or_missing(&g, ours).iter().map(|s| s.len() + 14))
             .max()
             .unwrap_or(0)
-            .max(ours.len() + 14)
-            .max(
-                g.own_series(ours)
-                    .iter()
-                    .map(|s| s.len() + 14)
-                    .max()
-                    .unwrap_or(0),
-            );
+            .max(16);
         if g.is_single_thread() {
             let t = threads[0];
             let _ = writeln!(
                 out,
-                "\n{title}  ({t} thread{})",
+                "\n{title}  ({t} thread{}; compared by CPU time per operation)",
                 if t == 1 { "" } else { "s" }
             );
-            let _ = writeln!(
+            let _ = write!(
                 out,
-                "  {:<width$} {:>10} {:>9} {:>12}",
-                "", "ns/op", "ops/s", "cpu ns/op"
+                "  {:<width$} {:>CELL$} {:>CELL$}",
+                "", "ns/op", "ops/s"
             );
-            for s in &series {
-                if let Some(r) = g.get(s, t) {
-                    let _ = writeln!(
-                        out,
-                        "  {s:<width$} {:>10} {:>9} {:>12}",
-                        format!("{:.2}", r.ns_per_op),
-                        si(r.ops_per_sec),
-                        format!("{:.2}", r.cpu_ns_per_op),
-                    );
-                }
-            }
-            for own in own_or_missing(&g, ours) {
-                let ratio = g
-                    .ratio(ours, own, t)
-                    .map_or("-".into(), |r| format!("{r:.2}"));
-                let _ = writeln!(
-                    out,
-                    "  {:<width$} {ratio:>10}",
-                    format!("{own} ÷ best other")
-                );
-            }
-        } else {
-            let _ = writeln!(out, "\n{title}  (ops/s, all threads)");
-            let _ = write!(out, "  {:<width$}", "threads");
-            for t in &threads {
-                let _ = write!(out, " {t:>7}");
+            for m in metrics.iter().filter(|m| **m != Metric::Ops) {
+                let _ = write!(out, " {:>CELL$}", Metric::NAMES[*m as usize]);
             }
             out.push('\n');
             for s in &series {
-                let _ = write!(out, "  {s:<width$}");
-                for &t in &threads {
-                    let cell = g.get(s, t).map_or("-".into(), |r| si(r.ops_per_sec));
-                    let _ = write!(out, " {cell:>7}");
+                if let Some(r) = g.get(s, t) {
+                    let _ = write!(
+                        out,
+                        "  {:<width$} {:>CELL$} {:>CELL$}",
+                        label(s),
+                        format!("{:.2}", r.ns_per_op),
+                        si(r.ops_per_sec),
+                    );
+                    for m in metrics.iter().filter(|m| **m != Metric::Ops) {
+                        let _ = write!(out, " {:>CELL$}", m.cell(r));
+                    }
+                    out.push('\n');
                 }
-                out.push('\n');
             }
             for own in own_or_missing(&g, ours) {
-                let _ = write!(out, "  {:<width$}", format!("{own} ÷ best other"));
-                for &t in &threads {
-                    let cell = g
-                        .ratio(ours, own, t)
-                        .map_or("-".into(), |r| format!("{r:.2}"));
-                    let _ = write!(out, " {cell:>7}");
+                let name = format!("{own} ÷ best other");
+                match (g.ratio(ours, own, t), g.best_other(ours, t)) {
+                    (Some(r), Some(best)) => {
+                        let range = if r.pairs > 1 {
+                            r.range()
+                        } else {
+                            String::new()
+                        };
+                        let _ = writeln!(
+                            out,
+                            "  {name:<width$} {:>CELL$} {range:>CELL$}  (best other: {}; {})",
+                            r.cell(),
+                            best.series,
+                            r.standing().word()
+                        );
+                    }
+                    _ => {
+                        let _ = writeln!(out, "  {name:<width$} {:>CELL$}", "-");
+                    }
                 }
-                out.push('\n');
+            }
+        } else {
+            let _ = writeln!(out, "\n{title}");
+            let _ = write!(out, "  {:<width$}", "threads");
+            for t in &threads {
+                let _ = write!(out, " {t:>CELL$}");
+            }
+            out.push('\n');
+            for (i, m) in metrics.iter().enumerate() {
+                let _ = writeln!(out, "  [{}]", m.heading(info));
+                for s in &series {
+                    let _ = write!(out, "  {:<width$}", label(s));
+                    for &t in &threads {
+                        let cell = g.get(s, t).map_or("-".into(), |r| m.cell(r));
+                        let _ = write!(out, " {cell:>CELL$}");
+                    }
+                    out.push('\n');
+                }
+                if i == 0 {
+                    ratio_rows(&mut out, &g, ours, &threads, width);
+                }
             }
         }
     }
@@ -284,24 +450,78 @@ pub fn table(run: &Run) -> String {
     out
 }
 
+/// The `÷ best other` row and its spread row, per own series.
+fn ratio_rows(out: &mut String, g: &Group<'_>, ours: &str, threads: &[usize], width: usize) {
+    for own in own_or_missing(g, ours) {
+        let ratios: Vec<Option<Ratio>> = threads.iter().map(|&t| g.ratio(ours, own, t)).collect();
+        let _ = write!(out, "  {:<width$}", format!("{own} ÷ best other"));
+        for r in &ratios {
+            let cell = r.as_ref().map_or("-".into(), Ratio::cell);
+            let _ = write!(out, " {cell:>CELL$}");
+        }
+        out.push('\n');
+        if ratios.iter().flatten().all(|r| r.pairs <= 1) {
+            // One run: nothing to spread.
+            continue;
+        }
+        let _ = write!(out, "  {:<width$}", "  spread");
+        for r in &ratios {
+            let cell = r.as_ref().map_or("-".into(), Ratio::range);
+            let _ = write!(out, " {cell:>CELL$}");
+        }
+        out.push('\n');
+    }
+}
+
 /// How a workload's own series fared against the best other, over all its cases and thread
-/// counts.
+/// counts, each cell judged by its median ratio.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
-    /// Points where both ours and another series were measured.
-    pub points: usize,
-    /// Points where ours is within 5% of the best other (ratio ≥ 0.95).
-    pub within_5pct: usize,
-    /// The worst ratio.
+    /// Cells where both ours and another series were measured.
+    pub cells: usize,
+    /// Cells ahead (median ratio above 1.05).
+    pub ahead: usize,
+    /// Cells within 5% (median ratio 0.95 – 1.05).
+    pub within: usize,
+    /// Cells behind (median ratio below 0.95).
+    pub behind: usize,
+    /// Cells whose spread leaves the comparison undecided (counted in the three above too).
+    pub undecided: usize,
+    /// The worst median ratio.
     pub worst: f64,
-    /// Geometric mean of the ratios.
+    /// Geometric mean of the median ratios.
     pub geomean: f64,
 }
 
-/// The [`Verdict`] of series `own` (of the `ours` family) in `workload` (`None` when no point has
+impl Verdict {
+    /// The overall standing, by the geometric mean of the median ratios.
+    pub fn standing(&self) -> Standing {
+        Ratio::new(self.geomean, 1.0, []).map_or(Standing::Behind, |r| r.standing())
+    }
+
+    /// `ahead overall (geometric mean 1.21): ahead at 3, within 5% at 2, behind at 1 of 6
+    /// cells; 2 undecided`.
+    pub fn sentence(&self) -> String {
+        format!(
+            "{} overall (geometric mean of the median ratios {:.2}): ahead at {}, within 5% at \
+             {}, behind at {} of {} cell{}; {} undecided; worst {:.2}",
+            self.standing().word(),
+            self.geomean,
+            self.ahead,
+            self.within,
+            self.behind,
+            self.cells,
+            if self.cells == 1 { "" } else { "s" },
+            self.undecided,
+            self.worst
+        )
+    }
+}
+
+/// The [`Verdict`] of series `own` (of the `ours` family) in `workload` (`None` when no cell has
 /// both it and another series).
 pub fn verdict(records: &[Record], workload: &str, ours: &str, own: &str) -> Option<Verdict> {
-    let ratios: Vec<f64> = groups(records)
+    let ratios: Vec<Ratio> = groups(records)
         .iter()
         .filter(|g| g.workload == workload)
         .flat_map(|g| {
@@ -313,11 +533,19 @@ pub fn verdict(records: &[Record], workload: &str, ours: &str, own: &str) -> Opt
     if ratios.is_empty() {
         return None;
     }
+    let count = |s: Standing| ratios.iter().filter(|r| r.standing() == s).count();
     Some(Verdict {
-        points: ratios.len(),
-        within_5pct: ratios.iter().filter(|&&r| within(r, 0.05)).count(),
-        worst: ratios.iter().copied().fold(f64::INFINITY, f64::min),
-        geomean: (ratios.iter().map(|r| r.max(1e-12).ln()).sum::<f64>() / ratios.len() as f64)
+        cells: ratios.len(),
+        ahead: count(Standing::Ahead),
+        within: count(Standing::Within),
+        behind: count(Standing::Behind),
+        undecided: ratios.iter().filter(|r| r.undecided()).count(),
+        worst: ratios
+            .iter()
+            .map(|r| r.median)
+            .fold(f64::INFINITY, f64::min),
+        geomean: (ratios.iter().map(|r| r.median.max(1e-12).ln()).sum::<f64>()
+            / ratios.len() as f64)
             .exp(),
     })
 }
@@ -346,19 +574,14 @@ fn own_or_missing<'a>(g: &Group<'a>, ours: &'a str) -> Vec<&'a str> {
     }
 }
 
-/// One line per own series of a workload: at how many points it is within 5% of the best other.
+/// One verdict line per own series of a workload.
 fn summary(out: &mut String, records: &[Record], workload: &str, run: &Run) {
     let Some(info) = run.workloads.iter().find(|w| w.name == workload) else {
         return;
     };
     for own in own_series_of(records, workload, &info.ours) {
         if let Some(v) = verdict(records, workload, &info.ours, own) {
-            let _ = writeln!(
-                out,
-                "  => {own}: within 5% of the best other (ratio ≥ 0.95) at {} of {} points; \
-                 worst {:.2}, geometric mean {:.2}",
-                v.within_5pct, v.points, v.worst, v.geomean
-            );
+            let _ = writeln!(out, "  => {own}: {}", v.sentence());
         }
     }
 }
@@ -371,7 +594,8 @@ pub fn write_json(run: &Run, path: &Path) -> Result<(), String> {
 
 /// The CSV header.
 pub const CSV_HEADER: &str = "workload,case,lock,series,threads,ops_per_sec,cpu_ns_per_op,\
-p50_ns,p99_ns,max_ns,min_thread_ops,max_thread_ops,total_ops,elapsed_s,latency_samples";
+p50_ns,p99_ns,max_ns,min_thread_ops,max_thread_ops,total_ops,elapsed_s,latency_samples,\
+p999_ns,ops_per_sec_min,ops_per_sec_max,runs";
 
 /// One CSV field, quoted when needed.
 fn csv_field(s: &str) -> String {
@@ -382,14 +606,14 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// The `--csv` text: one line per record.
+/// The `--csv` text: one line per record (the median run's figures; latency over all runs).
 pub fn csv(run: &Run) -> String {
     let mut out = String::from(CSV_HEADER);
     out.push('\n');
     for r in &run.results {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:.1},{:.2},{},{},{},{},{},{},{:.4},{}",
+            "{},{},{},{},{},{:.1},{:.2},{},{},{},{},{},{},{:.4},{},{},{:.1},{:.1},{}",
             csv_field(&r.workload),
             csv_field(r.case.as_deref().unwrap_or("")),
             csv_field(&r.lock),
@@ -405,6 +629,10 @@ pub fn csv(run: &Run) -> String {
             r.total_ops,
             r.elapsed_s,
             r.latency_samples,
+            r.latency_ns.p999,
+            r.ops_per_sec_spread.min,
+            r.ops_per_sec_spread.max,
+            r.runs.len(),
         );
     }
     out
@@ -433,7 +661,7 @@ pub fn point_line(r: &Record) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::bench::stats::{Fairness, Latency};
+    use crate::bench::stats::{Fairness, Latency, RunStats, Spread};
     use std::collections::BTreeMap;
 
     pub fn record(
@@ -452,6 +680,7 @@ pub(crate) mod tests {
             latency_ns: Latency {
                 p50: 10,
                 p99: 100,
+                p999: 500,
                 max: 1000,
             },
             fairness: Fairness {
@@ -466,7 +695,33 @@ pub(crate) mod tests {
             latency_samples: 5,
             cpu_utilization: 1.0,
             params: BTreeMap::new(),
+            ops_per_sec_spread: Spread::of(&[ops]),
+            runs: Vec::new(),
         }
+    }
+
+    /// `record` with its runs (the median is taken from them).
+    pub fn record_runs(
+        workload: &str,
+        case: Option<&str>,
+        series: &str,
+        threads: usize,
+        runs: &[f64],
+    ) -> Record {
+        let mut r = record(workload, case, series, threads, Spread::of(runs).median);
+        r.ops_per_sec_spread = Spread::of(runs);
+        r.runs = runs
+            .iter()
+            .map(|&o| RunStats {
+                ops_per_sec: o,
+                cpu_ns_per_op: 10.0,
+                latency_ns: r.latency_ns.clone(),
+                total_ops: o as u64,
+                elapsed_s: 1.0,
+                wall_s: 1.1,
+            })
+            .collect();
+        r
     }
 
     pub fn run(results: Vec<Record>) -> Run {
@@ -475,18 +730,25 @@ pub(crate) mod tests {
             results,
             config: Config {
                 duration_ms: 1,
-                rounds: 2,
+                repeat: 3,
                 warmup_ms: 1,
                 threads: vec![1, 2],
                 quick: true,
                 spin_policy: "auto".into(),
                 clock_overhead_ns: 20,
                 load_average: [Some(0.5), Some(2.0)],
+                command: "scalelock bench --repeat 3".into(),
+                commit: "abc123".into(),
+                date: "2026-12-01 15:00 UTC".into(),
+                elapsed_s: 61.0,
+                estimate_s: 60.0,
             },
             workloads: vec![WorkloadInfo {
                 name: "w".into(),
                 about: "about w".into(),
                 ours: "scalelock".into(),
+                throughput: "ops/s, all threads".into(),
+                latency: "acquisition latency".into(),
             }],
         }
     }
@@ -516,27 +778,98 @@ pub(crate) mod tests {
     fn ratio_per_thread_count_is_against_the_best_other() {
         let rs = sample();
         let g = &groups(&rs)[0];
-        assert_eq!(g.ratio("scalelock", "scalelock", 1), Some(2.0));
-        assert_eq!(g.ratio("scalelock", "scalelock", 2), Some(0.75));
+        let median = |t| g.ratio("scalelock", "scalelock", t).map(|r| r.median);
+        assert_eq!(median(1), Some(2.0));
+        assert_eq!(median(2), Some(0.75));
+        assert_eq!(g.best_other("scalelock", 2).unwrap().series, "spin");
         assert_eq!(g.ratio("scalelock", "missing", 2), None);
     }
 
     #[test]
-    fn table_shows_ratios_and_the_five_percent_summary() {
-        let r = run(sample());
-        let t = table(&r);
-        assert!(t.contains("scalelock ÷ best other"), "{t}");
-        assert!(t.contains("2.00") && t.contains("0.75"), "{t}");
-        assert!(t.contains("at 1 of 2 points"), "{t}");
-        assert!(t.contains("120"), "{t}");
+    fn ratio_spread_pairs_runs_of_the_same_round() {
+        let rs = vec![
+            record_runs("w", None, "scalelock", 2, &[110.0, 200.0, 300.0]),
+            record_runs("w", None, "std", 2, &[100.0, 100.0, 300.0]),
+        ];
+        let g = &groups(&rs)[0];
+        let r = g.ratio("scalelock", "scalelock", 2).unwrap();
+        assert_eq!(r.median, 2.0);
+        assert_eq!((r.min, r.max, r.pairs), (1.0, 2.0, 3));
+        assert!(r.undecided());
     }
 
     #[test]
-    fn verdict_counts_points_within_five_percent() {
+    fn the_floor_is_shown_as_a_floor_and_never_compared() {
+        let mut a = record("u", Some("mutex"), "scalelock", 1, 50.0);
+        let mut b = record("u", Some("mutex"), "std", 1, 40.0);
+        let mut f = record("u", Some("mutex"), "tas", 1, 100.0);
+        a.cpu_ns_per_op = 8.0;
+        b.cpu_ns_per_op = 10.0;
+        f.cpu_ns_per_op = 2.0;
+        let rs = vec![f, a, b];
+        let g = &groups(&rs)[0];
+        assert_eq!(g.best_other("scalelock", 1).unwrap().series, "std");
+        let t = table(&run(rs.clone()), &Metric::ALL);
+        assert!(t.contains("tas (floor)"), "{t}");
+        assert!(t.contains("best other: std"), "{t}");
+    }
+
+    #[test]
+    fn table_shows_ratios_and_a_verdict_by_the_median() {
+        let r = run(sample());
+        let t = table(&r, &Metric::ALL);
+        assert!(t.contains("scalelock ÷ best other"), "{t}");
+        assert!(t.contains("2.00") && t.contains("0.75"), "{t}");
+        assert!(
+            t.contains("ahead at 1, within 5% at 0, behind at 1 of 2 cells"),
+            "{t}"
+        );
+        // Geometric mean of 2.0 and 0.75 is 1.22: ahead overall.
+        assert!(t.contains("=> scalelock: ahead overall"), "{t}");
+        assert!(t.contains("120"), "{t}");
+        for heading in [
+            "[ops/s, all threads]",
+            "[CPU time per operation]",
+            "p99]",
+            "p99.9]",
+            "max]",
+        ] {
+            assert!(t.contains(heading), "{heading}: {t}");
+        }
+        assert!(t.contains("500 ns"), "p99.9 shown: {t}");
+        let only = table(&r, &[Metric::P99]);
+        assert!(!only.contains("[ops/s") && only.contains("p99]"), "{only}");
+    }
+
+    #[test]
+    fn undecided_cells_are_marked() {
+        let rs = vec![
+            record_runs("w", None, "scalelock", 2, &[90.0, 110.0, 130.0]),
+            record_runs("w", None, "std", 2, &[100.0, 100.0, 100.0]),
+        ];
+        let t = table(&run(rs), &[Metric::Ops]);
+        assert!(t.contains("1.10?"), "{t}");
+        assert!(t.contains("0.90–1.30"), "{t}");
+        assert!(t.contains("1 undecided"), "{t}");
+    }
+
+    #[test]
+    fn metric_names_parse_and_unknown_ones_list_the_choices() {
+        assert_eq!(Metric::parse("p999"), Ok(Metric::P999));
+        let e = Metric::parse("p42").unwrap_err();
+        assert!(
+            e.contains("unknown metric `p42`") && e.contains("ops, cpu"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn verdict_counts_cells_by_their_median_ratio() {
         let rs = sample();
         let v = verdict(&rs, "w", "scalelock", "scalelock").unwrap();
-        assert_eq!((v.points, v.within_5pct), (2, 1));
+        assert_eq!((v.cells, v.ahead, v.within, v.behind), (2, 1, 0, 1));
         assert_eq!(v.worst, 0.75);
+        assert_eq!(v.standing(), Standing::Ahead);
         assert!((v.geomean - (2.0f64 * 0.75).sqrt()).abs() < 1e-9);
         assert_eq!(verdict(&rs, "w", "scalelock", "nobody"), None);
     }
@@ -551,7 +884,7 @@ pub(crate) mod tests {
         let rs = vec![a, b];
         let g = &groups(&rs)[0];
         assert!(g.is_single_thread());
-        assert!((g.ratio("scalelock", "scalelock", 1).unwrap() - 1.25).abs() < 1e-9);
+        assert!((g.ratio("scalelock", "scalelock", 1).unwrap().median - 1.25).abs() < 1e-9);
     }
 
     #[test]
@@ -568,9 +901,10 @@ pub(crate) mod tests {
             vec!["scalelock", "scalelock-biased"]
         );
         // Both are compared with spin (120), not with each other.
-        assert_eq!(g.ratio("scalelock", "scalelock", 2), Some(0.75));
-        assert_eq!(g.ratio("scalelock", "scalelock-biased", 2), Some(2.0));
-        let t = table(&run(rs));
+        let median = |s| g.ratio("scalelock", s, 2).map(|r| r.median);
+        assert_eq!(median("scalelock"), Some(0.75));
+        assert_eq!(median("scalelock-biased"), Some(2.0));
+        let t = table(&run(rs), &Metric::ALL);
         assert!(t.contains("scalelock-biased ÷ best other"), "{t}");
     }
 
@@ -626,6 +960,9 @@ pub(crate) mod tests {
             assert!(!r[k].is_null(), "{k}");
         }
         assert!(r["latency_ns"]["p99"].is_u64());
+        assert!(r["latency_ns"]["p999"].is_u64());
+        assert!(r["ops_per_sec_spread"]["median"].is_f64());
+        assert!(r["runs"].is_array());
         assert!(r["fairness"]["min_thread_ops"].is_u64());
         assert!(v["machine"]["cpus"].is_u64());
         assert!(v["machine"]["model"].is_string());

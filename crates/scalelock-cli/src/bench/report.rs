@@ -3,12 +3,14 @@
 //! Per workload: its description, then per case a row of plots: throughput versus threads (log
 //! scales where the values span more than a factor of 30), CPU time per operation and p99
 //! acquisition latency; cases measured at a single thread count (`uncontended`) get a bar chart
-//! of ns per operation instead. Below the plots, a colour legend and a table of the numbers with
-//! the ratio of the workload's own series to the best other. Plots are drawn by plotters' SVG
+//! of ns per operation instead. Each line plot carries its own legend (inside the SVG, so a
+//! copied plot keeps it). Below the plots, a table of the numbers (medians of the runs) with the
+//! ratio of the workload's own series to the best other and its spread; an undecided ratio
+//! (spread across 1.0 or wider than ±5%) is marked. Plots are drawn by plotters' SVG
 //! backend, which writes text as SVG `<text>` (no fonts are needed to produce the file).
 
 use super::locks;
-use super::output::{groups, is_own, own_series_of, verdict, Group, Run};
+use super::output::{groups, is_own, own_series_of, verdict, Group, Run, WorkloadInfo};
 use super::stats::{duration_ns, si, Record};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -68,10 +70,6 @@ fn color_of(series: &[&str], s: &str, ours: &str) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-fn css(c: RGBColor) -> String {
-    format!("rgb({},{},{})", c.0, c.1, c.2)
-}
-
 /// The whole page.
 pub fn html(run: &Run) -> Result<String, String> {
     let m = &run.machine;
@@ -87,20 +85,20 @@ h3 {{ margin: 18px 0 6px; color: #444; }}
 .about {{ max-width: 1000px; line-height: 1.4; }}
 .plots {{ display: flex; flex-wrap: wrap; gap: 12px; }}
 .plots svg {{ border: 1px solid #ddd; background: #fff; }}
-.legend span {{ display: inline-block; margin: 4px 16px 4px 0; font-size: 14px; }}
-.legend i {{ display: inline-block; width: 22px; height: 4px; vertical-align: middle; margin-right: 6px; }}
 table {{ border-collapse: collapse; font-size: 13px; margin: 8px 0; }}
 td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: right; }}
 td:first-child, th:first-child {{ text-align: left; }}
 tr.ratio td {{ font-weight: bold; background: #f4f4f4; }}
-td.good {{ color: #070; }} td.bad {{ color: #a00; }}
+td.good {{ color: #070; }} td.bad {{ color: #a00; }} td.undecided {{ color: #777; font-style: italic; }}
 .machine td {{ text-align: left; }}
 </style></head><body>
 <h1>scalelock bench</h1>
-<p>Each point ran {rounds} rounds of {round} ms, each after {warm} ms of warm-up with its threads
-started on a barrier; the second round ran the points in reverse order, and the round with the
-higher throughput is reported (outside load only ever slows a round down).
-Throughput counts operations of all threads together; CPU per operation is the process's user +
+<p>Each point ran {repeat} time{s} for {round} ms, each after {warm} ms of warm-up with its threads
+started on a barrier; the runs of the locks compared in one cell were interleaved round by round,
+in an order shuffled per round, so that a change in the machine's speed hits every lock alike.
+Figures are medians of the runs. Ratios divide the medians and show the range of the per-round
+ratios; a ratio marked <b>?</b> is undecided: that range crosses 1.0 or is wider than ±5%.
+Throughput counts operations of all threads together unless the workload says otherwise; CPU per operation is the process's user +
 system time over the measured window divided by the operations; latency is the time to acquire
 the lock, sampled (each sample includes about {clock} ns of reading the clock). Ratios compare against the other locks of this same run: absolute numbers
 from a shared or noisy machine are not comparable across runs.</p>
@@ -108,13 +106,17 @@ from a shared or noisy machine are not comparable across runs.</p>
 <tr><td>CPUs</td><td>{cpus} online, {usable} usable by this process</td></tr>
 <tr><td>CPU model</td><td>{model}</td></tr>
 <tr><td>Kernel</td><td>{kernel}</td></tr>
+<tr><td>Commit</td><td>{commit}</td></tr>
+<tr><td>Date</td><td>{date}</td></tr>
+<tr><td>Command</td><td><code>{command}</code></td></tr>
 <tr><td>Thread sweep</td><td>{threads}{quick}</td></tr>
 <tr><td>Spin policy</td><td>{policy} (outside adaptive-grid)</td></tr>
 <tr><td>Load average (1 min)</td><td>{load}</td></tr>
 </table>
 "#,
-        rounds = run.config.rounds,
-        round = run.config.duration_ms / run.config.rounds.max(1) as u64,
+        repeat = run.config.repeat,
+        s = if run.config.repeat == 1 { "" } else { "s" },
+        round = run.config.duration_ms,
         warm = run.config.warmup_ms,
         cpus = m.cpus,
         usable = m.usable_cpus,
@@ -131,6 +133,9 @@ from a shared or noisy machine are not comparable across runs.</p>
         policy = esc(&run.config.spin_policy),
         clock = run.config.clock_overhead_ns,
         load = load_text(run),
+        commit = esc(&run.config.commit),
+        date = esc(&run.config.date),
+        command = esc(&run.config.command),
     );
 
     let all = groups(&run.results);
@@ -142,7 +147,8 @@ from a shared or noisy machine are not comparable across runs.</p>
     }
     h.push_str(
         "<h2>Summary</h2>\n<table><tr><th>workload</th><th>compared</th>\
-         <th>within 5% of the best other</th><th>worst ratio</th><th>geometric mean ratio</th></tr>\n",
+         <th>verdict (by the median ratio to the best other)</th><th>undecided cells</th>\
+         <th>worst ratio</th><th>geometric mean ratio</th></tr>\n",
     );
     for n in &names {
         let ours = run
@@ -167,7 +173,7 @@ from a shared or noisy machine are not comparable across runs.</p>
             if let Some(c) = g.case {
                 let _ = writeln!(h, "<h3>{}</h3>", esc(c));
             }
-            section(&mut h, g, ours)?;
+            section(&mut h, g, ours, info)?;
         }
     }
     h.push_str("<h2>Locks</h2>\n<table>\n");
@@ -216,9 +222,14 @@ fn summary_row(h: &mut String, run: &Run, n: &str, ours: &str, own: &str) {
         Some(v) => {
             let _ = writeln!(
                 h,
-                "<td>{} of {} points</td><td class=\"{}\">{:.2}</td><td class=\"{}\">{:.2}</td></tr>",
-                v.within_5pct,
-                v.points,
+                "<td>{}: ahead at {}, within 5% at {}, behind at {} of {} cells</td>\
+                 <td>{}</td><td class=\"{}\">{:.2}</td><td class=\"{}\">{:.2}</td></tr>",
+                v.standing().word(),
+                v.ahead,
+                v.within,
+                v.behind,
+                v.cells,
+                v.undecided,
                 class(v.worst),
                 v.worst,
                 class(v.geomean),
@@ -228,7 +239,7 @@ fn summary_row(h: &mut String, run: &Run, n: &str, ours: &str, own: &str) {
         None => {
             let _ = writeln!(
                 h,
-                "<td colspan=\"3\">{} not measured in this workload yet</td></tr>",
+                "<td colspan=\"4\">{} not measured in this workload yet</td></tr>",
                 esc(own)
             );
         }
@@ -236,9 +247,19 @@ fn summary_row(h: &mut String, run: &Run, n: &str, ours: &str, own: &str) {
 }
 
 /// Plots, legend and numbers of one (workload, case).
-fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
+fn section(
+    h: &mut String,
+    g: &Group<'_>,
+    ours: &str,
+    info: Option<&WorkloadInfo>,
+) -> Result<(), String> {
     let series = g.series();
     let threads = g.threads();
+    let latency_title = format!(
+        "{} p99 (lower is better)",
+        capitalise(info.map_or("acquisition latency", |i| i.latency.as_str()))
+    );
+    let throughput_unit = info.map_or("ops/s, all threads", |i| i.throughput.as_str());
     h.push_str("<div class=\"plots\">\n");
     if g.is_single_thread() {
         h.push_str(&bar_plot(g, &series, ours)?);
@@ -248,7 +269,7 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
         let plots: [(&str, &str, Metric, Format); 3] = [
             (
                 "Throughput (higher is better)",
-                "operations / s",
+                throughput_unit,
                 |r| Some(r.ops_per_sec),
                 si,
             ),
@@ -259,7 +280,7 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
                 duration_ns,
             ),
             (
-                "Acquisition latency p99 (lower is better)",
+                &latency_title,
                 "ns",
                 |r| (r.latency_samples > 0).then_some(r.latency_ns.p99 as f64),
                 duration_ns,
@@ -271,25 +292,20 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
             )?);
         }
     }
-    h.push_str("</div>\n<div class=\"legend\">");
-    for s in &series {
-        let c = color_of(&series, s, ours);
-        let _ = write!(
-            h,
-            "<span><i style=\"background:{}{}\"></i>{}{}</span>",
-            css(c),
-            if is_own(ours, s) { ";height:6px" } else { "" },
-            esc(s),
-            if is_own(ours, s) { " (ours)" } else { "" }
-        );
-    }
     h.push_str("</div>\n");
     numbers_table(h, g, &series, &threads, ours);
     Ok(())
 }
 
+/// `s` with its first letter in upper case.
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map_or(String::new(), |f| f.to_uppercase().chain(c).collect())
+}
+
 fn numbers_table(h: &mut String, g: &Group<'_>, series: &[&str], threads: &[usize], ours: &str) {
-    h.push_str("<table><tr><th>ops/s &nbsp;(cpu/op, p99)</th>");
+    h.push_str("<table><tr><th>median ops/s &nbsp;(cpu/op, p99, p99.9, max)</th>");
     for t in threads {
         let _ = write!(h, "<th>{t} thread{}</th>", if *t == 1 { "" } else { "s" });
     }
@@ -301,10 +317,14 @@ fn numbers_table(h: &mut String, g: &Group<'_>, series: &[&str], threads: &[usiz
                 Some(r) => {
                     let _ = write!(
                         h,
-                        "<td>{} <small>({}, {})</small></td>",
+                        "<td>{} <small>[{}–{}] ({}, {}, {}, {})</small></td>",
                         si(r.ops_per_sec),
+                        si(r.ops_per_sec_spread.min),
+                        si(r.ops_per_sec_spread.max),
                         duration_ns(r.cpu_ns_per_op),
-                        duration_ns(r.latency_ns.p99 as f64)
+                        duration_ns(r.latency_ns.p99 as f64),
+                        duration_ns(r.latency_ns.p999 as f64),
+                        duration_ns(r.latency_ns.max as f64)
                     );
                 }
                 None => h.push_str("<td>-</td>"),
@@ -320,8 +340,24 @@ fn numbers_table(h: &mut String, g: &Group<'_>, series: &[&str], threads: &[usiz
         for &t in threads {
             match g.ratio(ours, own, t) {
                 Some(r) => {
-                    let class = if r >= 0.95 { "good" } else { "bad" };
-                    let _ = write!(h, "<td class=\"{class}\">{r:.2}</td>");
+                    let class = if r.undecided() {
+                        "undecided"
+                    } else if r.median >= 0.95 {
+                        "good"
+                    } else {
+                        "bad"
+                    };
+                    let title = if r.undecided() {
+                        "undecided: the per-round ratios cross 1.0 or spread wider than ±5%"
+                    } else {
+                        "decided"
+                    };
+                    let _ = write!(
+                        h,
+                        "<td class=\"{class}\" title=\"{title}\">{} <small>({})</small></td>",
+                        r.cell(),
+                        r.range()
+                    );
                 }
                 None => h.push_str("<td>-</td>"),
             }
@@ -364,8 +400,12 @@ fn line_plot(
         .collect();
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (PLOT_W, PLOT_H)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_err)?;
+        let rows = series.len().div_ceil(legend_columns(series)) as u32;
+        let full = SVGBackend::with_string(&mut svg, (PLOT_W, PLOT_H + LEGEND_ROW * rows + 6))
+            .into_drawing_area();
+        full.fill(&WHITE).map_err(plot_err)?;
+        let (root, legend_area) = full.split_vertically(PLOT_H);
+        legend(&legend_area, series, ours)?;
         let (mut tmin, mut tmax) = (
             threads[0] as f64,
             *threads.last().expect("non-empty") as f64,
@@ -397,7 +437,7 @@ fn line_plot(
                 .map_err(plot_err)?;
             root.draw(&Text::new("no samples", (180, 150), ("sans-serif", 14)))
                 .map_err(plot_err)?;
-            root.present().map_err(plot_err)?;
+            full.present().map_err(plot_err)?;
         } else {
             draw_lines(
                 &root, builder, x_range, &lines, series, ours, unit, &values, fmt,
@@ -405,6 +445,44 @@ fn line_plot(
         }
     }
     Ok(svg)
+}
+
+/// Series per row of a plot's legend: as many as fit the longest name (about 7 px per character
+/// at 12 px, after a 26 px line sample).
+fn legend_columns(series: &[&str]) -> usize {
+    let longest = series.iter().map(|s| s.chars().count()).max().unwrap_or(1) as u32;
+    ((PLOT_W - 20) / (26 + 7 * longest + 10)).clamp(1, 4) as usize
+}
+
+/// Height of a legend row, pixels.
+const LEGEND_ROW: u32 = 18;
+
+/// The colour key of a line plot, drawn below it inside the same SVG: a copied plot keeps it.
+fn legend(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    series: &[&str],
+    ours: &str,
+) -> Result<(), String> {
+    let columns = legend_columns(series);
+    let col_w = (PLOT_W as i32 - 20) / columns as i32;
+    for (i, s) in series.iter().enumerate() {
+        let x = 10 + (i % columns) as i32 * col_w;
+        let y = 4 + (i / columns) as i32 * LEGEND_ROW as i32 + LEGEND_ROW as i32 / 2;
+        let c = color_of(series, s, ours);
+        let width = if is_own(ours, s) { 4 } else { 2 };
+        area.draw(&PathElement::new(
+            vec![(x, y), (x + 20, y)],
+            c.stroke_width(width),
+        ))
+        .map_err(plot_err)?;
+        area.draw(&Text::new(
+            s.to_string(),
+            (x + 26, y),
+            TextStyle::from(("sans-serif", 12)).pos(Pos::new(HPos::Left, VPos::Center)),
+        ))
+        .map_err(plot_err)?;
+    }
+    Ok(())
 }
 
 /// Draws the axes and one line per series (the non-empty case of [`line_plot`]).
@@ -606,6 +684,16 @@ mod tests {
         let page = html(&run(rs)).unwrap();
         assert_eq!(page.matches("<svg").count(), 3);
         assert!(page.contains("Throughput"));
+    }
+
+    #[test]
+    fn legends_fit_their_longest_name() {
+        assert_eq!(legend_columns(&["std", "spin", "pthread"]), 4);
+        assert_eq!(legend_columns(&["std", "crossbeam-sharded"]), 2);
+        assert_eq!(
+            legend_columns(&["a-very-long-series-name-indeed-and-more-of-it"]),
+            1
+        );
     }
 
     #[test]

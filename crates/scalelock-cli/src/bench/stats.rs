@@ -2,26 +2,35 @@
 //!
 //! [`Record`] is one row of the JSON/CSV output. Its first fields are fixed by DESIGN.md
 //! (`workload`, `lock`, `threads`, `ops_per_sec`, `cpu_ns_per_op`, `latency_ns{p50,p99,max}`,
-//! `fairness{min_thread_ops,max_thread_ops}`); the rest are extras.
+//! `fairness{min_thread_ops,max_thread_ops}`); the rest are extras. A point measured several
+//! times (`--repeat`) keeps every run in `runs`; its `ops_per_sec` is their median and
+//! `ops_per_sec_spread` holds median, min and max.
+//!
+//! [`Ratio`] is a comparison of two series measured in the same rounds: the ratio of their
+//! medians and the range of the per-round ratios, from which [`Ratio::undecided`] and
+//! [`Ratio::standing`] follow.
 
 use super::harness::Measurement;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Sampled acquisition latency, nanoseconds (0 when nothing was sampled).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
     /// Median.
     pub p50: u64,
     /// 99th percentile.
     pub p99: u64,
+    /// 99.9th percentile (absent from files written before it was added: then 0).
+    #[serde(default)]
+    pub p999: u64,
     /// Largest sample.
     pub max: u64,
 }
 
 /// Per-thread fairness: the fewest and most operations any one thread completed.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Fairness {
     /// Operations of the least served thread.
     pub min_thread_ops: u64,
@@ -68,9 +77,187 @@ pub struct Record {
     /// (`elapsed × min(threads, usable CPUs)`): near 1 for spinning, low for sleeping locks, and
     /// low for a single thread when other work competed for the CPUs.
     pub cpu_utilization: f64,
-    /// Workload-specific parameters (hold time, spin policy, nesting strategy...).
+    /// Workload-specific parameters (hold time, spin policy, nesting strategy...), of the
+    /// median run.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, serde_json::Value>,
+    /// Median, min and max of the runs' `ops_per_sec`.
+    pub ops_per_sec_spread: Spread,
+    /// Every run of this point, in the order they ran (run `k` of every point of a cell ran in
+    /// the same round, so runs with the same index are paired).
+    pub runs: Vec<RunStats>,
+}
+
+/// One run of a point (one of `--repeat N`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    /// Operations per second, all threads.
+    pub ops_per_sec: f64,
+    /// CPU ns per operation.
+    pub cpu_ns_per_op: f64,
+    /// Latency percentiles of this run's samples.
+    pub latency_ns: Latency,
+    /// Operations in the measured window.
+    pub total_ops: u64,
+    /// Length of the measured window, seconds.
+    pub elapsed_s: f64,
+    /// Wall-clock time of the whole run, seconds: setup, thread start, warm-up, window, stop
+    /// and join (what the bench's time estimate models).
+    #[serde(default)]
+    pub wall_s: f64,
+}
+
+impl RunStats {
+    /// The run's figures from a summary (`wall_s` is filled in by the driver).
+    pub fn of(s: &Summary, elapsed_s: f64) -> RunStats {
+        RunStats {
+            ops_per_sec: s.ops_per_sec,
+            cpu_ns_per_op: s.cpu_ns_per_op,
+            latency_ns: s.latency.clone(),
+            total_ops: s.total_ops,
+            elapsed_s,
+            wall_s: 0.0,
+        }
+    }
+}
+
+/// Median, smallest and largest of a set of measurements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    /// Median (the mean of the middle two for an even count).
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `xs` (all zero when empty; NaNs are ignored).
+    pub fn of(xs: &[f64]) -> Spread {
+        let mut v: Vec<f64> = xs.iter().copied().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return Spread::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        let median = if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        };
+        Spread {
+            median,
+            min: v[0],
+            max: v[n - 1],
+        }
+    }
+}
+
+/// The index of the run whose value is the median (the lower middle for an even count).
+pub fn median_index(xs: &[f64]) -> usize {
+    let mut idx: Vec<usize> = (0..xs.len()).collect();
+    idx.sort_by(|&a, &b| xs[a].total_cmp(&xs[b]));
+    idx.get(xs.len().saturating_sub(1) / 2)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// How far a ratio may stray from 1.0, or its spread from its median, and still count as
+/// "within" (5%).
+pub const TOLERANCE: f64 = 0.05;
+
+/// Where a ratio stands, by its median.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Standing {
+    /// Above 1 + [`TOLERANCE`].
+    Ahead,
+    /// Within [`TOLERANCE`] of 1.
+    Within,
+    /// Below 1 − [`TOLERANCE`].
+    Behind,
+}
+
+impl Standing {
+    /// `ahead`, `within 5%`, `behind`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Standing::Ahead => "ahead",
+            Standing::Within => "within 5%",
+            Standing::Behind => "behind",
+        }
+    }
+}
+
+/// A ratio between two series (ours over the best other, or run B over run A): the ratio of
+/// their medians, and the range of the ratios of paired runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ratio {
+    /// Ratio of the medians.
+    pub median: f64,
+    /// Smallest paired ratio (never above `median`).
+    pub min: f64,
+    /// Largest paired ratio (never below `median`).
+    pub max: f64,
+    /// How many paired ratios there were.
+    pub pairs: usize,
+}
+
+impl Ratio {
+    /// The ratio `num / den` of medians, with the spread of the ratios of `pairs`
+    /// (`(num_k, den_k)`); pairs with a zero denominator are left out. `None` when `den` is
+    /// not positive. The spread is widened to include the median ratio, so the range shown
+    /// always holds the value shown.
+    pub fn new(num: f64, den: f64, pairs: impl IntoIterator<Item = (f64, f64)>) -> Option<Ratio> {
+        if den <= 0.0 || !den.is_finite() || !num.is_finite() {
+            return None;
+        }
+        let median = num / den;
+        let ks: Vec<f64> = pairs
+            .into_iter()
+            .filter(|(n, d)| *d > 0.0 && d.is_finite() && n.is_finite())
+            .map(|(n, d)| n / d)
+            .collect();
+        Some(Ratio {
+            median,
+            min: ks.iter().copied().fold(median, f64::min),
+            max: ks.iter().copied().fold(median, f64::max),
+            pairs: ks.len(),
+        })
+    }
+
+    /// Whether the runs leave the comparison open: the spread crosses 1.0, or it reaches more
+    /// than ±[`TOLERANCE`] around the median.
+    pub fn undecided(&self) -> bool {
+        let crosses = self.min < 1.0 && self.max > 1.0;
+        let wide = (self.max - self.min) / 2.0 > TOLERANCE * self.median;
+        crosses || wide
+    }
+
+    /// Ahead, within 5% or behind, by the median.
+    pub fn standing(&self) -> Standing {
+        if self.median > 1.0 + TOLERANCE {
+            Standing::Ahead
+        } else if self.median >= 1.0 - TOLERANCE {
+            Standing::Within
+        } else {
+            Standing::Behind
+        }
+    }
+
+    /// `1.23` with a `?` when undecided.
+    pub fn cell(&self) -> String {
+        format!(
+            "{:.2}{}",
+            self.median,
+            if self.undecided() { "?" } else { "" }
+        )
+    }
+
+    /// `1.10–1.31`.
+    pub fn range(&self) -> String {
+        format!("{:.2}–{:.2}", self.min, self.max)
+    }
 }
 
 /// The summary numbers of a measurement.
@@ -109,7 +296,7 @@ pub fn summarize(m: &Measurement) -> Summary {
     }
 }
 
-/// p50 / p99 / max of a latency histogram (zeros when empty).
+/// p50 / p99 / p99.9 / max of a latency histogram (zeros when empty).
 pub fn latency(h: &Histogram<u64>) -> Latency {
     if h.is_empty() {
         return Latency::default();
@@ -117,6 +304,7 @@ pub fn latency(h: &Histogram<u64>) -> Latency {
     Latency {
         p50: h.value_at_quantile(0.50),
         p99: h.value_at_quantile(0.99),
+        p999: h.value_at_quantile(0.999),
         max: h.max(),
     }
 }
@@ -127,20 +315,6 @@ pub fn fairness(thread_ops: &[u64]) -> Fairness {
         min_thread_ops: thread_ops.iter().copied().min().unwrap_or(0),
         max_thread_ops: thread_ops.iter().copied().max().unwrap_or(0),
     }
-}
-
-/// `ours / best(others)`, or `None` when either side is missing or the best other is zero.
-pub fn ratio_to_best(ours: Option<f64>, others: impl IntoIterator<Item = f64>) -> Option<f64> {
-    let best = others
-        .into_iter()
-        .fold(None, |b: Option<f64>, x| Some(b.map_or(x, |b| b.max(x))))?;
-    let ours = ours?;
-    (best > 0.0).then(|| ours / best)
-}
-
-/// True when `ratio` is within `tolerance` (e.g. 0.05 for 5%) of the best, i.e. `ratio ≥ 1 − tol`.
-pub fn within(ratio: f64, tolerance: f64) -> bool {
-    ratio >= 1.0 - tolerance
 }
 
 /// Formats a rate with an SI suffix: `12.3M`, `950k`, `87.0`.
@@ -212,6 +386,7 @@ mod tests {
         // HDR histograms with 3 significant digits are exact to 0.1%.
         assert!((499..=501).contains(&l.p50), "{l:?}");
         assert!((989..=991).contains(&l.p99), "{l:?}");
+        assert!((998..=1000).contains(&l.p999), "{l:?}");
         assert!((1000..=1001).contains(&l.max), "{l:?}");
     }
 
@@ -261,19 +436,58 @@ mod tests {
     }
 
     #[test]
-    fn ratio_is_against_the_best_other() {
-        assert_eq!(ratio_to_best(Some(90.0), [50.0, 100.0, 80.0]), Some(0.9));
-        assert_eq!(ratio_to_best(Some(150.0), [50.0, 100.0]), Some(1.5));
-        assert_eq!(ratio_to_best(None, [50.0]), None);
-        assert_eq!(ratio_to_best(Some(1.0), []), None);
-        assert_eq!(ratio_to_best(Some(1.0), [0.0]), None);
+    fn spread_is_median_min_max() {
+        assert_eq!(
+            Spread::of(&[3.0, 1.0, 2.0]),
+            Spread {
+                median: 2.0,
+                min: 1.0,
+                max: 3.0
+            }
+        );
+        assert_eq!(Spread::of(&[4.0, 1.0, 2.0, 3.0]).median, 2.5);
+        assert_eq!(Spread::of(&[]), Spread::default());
+        assert_eq!(median_index(&[5.0, 1.0, 3.0]), 2);
+        assert_eq!(median_index(&[4.0, 1.0, 2.0, 3.0]), 2);
+        assert_eq!(median_index(&[]), 0);
     }
 
     #[test]
-    fn within_five_percent() {
-        assert!(within(0.95, 0.05));
-        assert!(within(1.2, 0.05));
-        assert!(!within(0.94, 0.05));
+    fn ratio_of_medians_with_the_spread_of_pairs() {
+        let r = Ratio::new(2.0, 1.0, [(1.9, 1.0), (2.2, 1.0), (2.0, 0.0)]).unwrap();
+        assert_eq!(r.median, 2.0);
+        assert!((r.min - 1.9).abs() < 1e-12 && (r.max - 2.2).abs() < 1e-12);
+        assert_eq!(r.pairs, 2);
+        assert_eq!(r.standing(), Standing::Ahead);
+        // ±7.5%: too wide to call.
+        assert!(r.undecided());
+        assert_eq!(r.cell(), "2.00?");
+        assert_eq!(r.range(), "1.90–2.20");
+        assert!(Ratio::new(1.0, 0.0, []).is_none());
+    }
+
+    #[test]
+    fn a_spread_across_one_is_undecided_a_tight_one_is_not() {
+        let crossing = Ratio::new(1.01, 1.0, [(0.99, 1.0), (1.02, 1.0)]).unwrap();
+        assert!(crossing.undecided());
+        assert_eq!(crossing.standing(), Standing::Within);
+        let tight = Ratio::new(0.5, 1.0, [(0.49, 1.0), (0.52, 1.0)]).unwrap();
+        assert!(!tight.undecided());
+        assert_eq!(tight.standing(), Standing::Behind);
+        assert_eq!(tight.cell(), "0.50");
+        let single = Ratio::new(1.2, 1.0, []).unwrap();
+        assert!(!single.undecided());
+        assert_eq!((single.min, single.max), (1.2, 1.2));
+    }
+
+    #[test]
+    fn standing_by_the_median() {
+        let at = |m| Ratio::new(m, 1.0, []).unwrap().standing();
+        assert_eq!(at(1.06), Standing::Ahead);
+        assert_eq!(at(1.05), Standing::Within);
+        assert_eq!(at(0.95), Standing::Within);
+        assert_eq!(at(0.94), Standing::Behind);
+        assert_eq!(Standing::Within.word(), "within 5%");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! [`STATE`]); everything else is `#[cold]`.
 
 use super::table::{self, Entry, Label, SITE_TOTAL, SITE_UNKNOWN};
-use crate::mutex::RawMutex;
+use super::HoldSampled;
 use crate::wait::now_ns;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
@@ -82,7 +82,7 @@ pub(crate) fn record_wait(
 /// futex wake with nobody to wake, and that waiters arriving meanwhile sleep instead of spinning,
 /// once per sample period.
 #[cold]
-pub(crate) fn start_hold(total: &Entry, raw: &RawMutex, site: usize) {
+pub(crate) fn start_hold<L: HoldSampled + ?Sized>(total: &Entry, raw: &L, site: usize) {
     total.hold_site.store(site, Ordering::Relaxed);
     total.hold_start.store(now_ns().max(1), Ordering::Relaxed);
     raw.mark_contended();
@@ -199,6 +199,15 @@ impl Recorder {
         }
     }
 
+    /// A recorder that records nothing (a wait that is not a lock's own).
+    #[inline]
+    pub(crate) fn none() -> Recorder {
+        Recorder {
+            start: 0,
+            sleeps: 0,
+        }
+    }
+
     /// The waiter is about to sleep.
     #[inline]
     pub(crate) fn sleep(&mut self) {
@@ -208,7 +217,13 @@ impl Recorder {
     /// The contended path ends with `ok` (acquired, or false: timed out) after spinning
     /// `spun_ns`; `handoff` if the lock was handed over. Returns `ok`.
     #[inline]
-    pub(crate) fn done(&self, raw: &RawMutex, ok: bool, spun_ns: u32, handoff: bool) -> bool {
+    pub(crate) fn done(
+        &self,
+        raw: &dyn HoldSampled,
+        ok: bool,
+        spun_ns: u32,
+        handoff: bool,
+    ) -> bool {
         if self.start != 0 && (spun_ns != 0 || self.sleeps != 0 || handoff || !ok) {
             self.record(raw, ok, spun_ns, handoff);
         }
@@ -251,8 +266,8 @@ impl Recorder {
     }
 
     #[cold]
-    fn record(&self, raw: &RawMutex, ok: bool, spun_ns: u32, handoff: bool) {
-        let lock = raw as *const RawMutex as usize;
+    fn record(&self, raw: &dyn HoldSampled, ok: bool, spun_ns: u32, handoff: bool) {
+        let lock = raw.stats_key();
         let wait = now_ns().saturating_sub(self.start);
         let site = current_site();
         let total = record_wait(

@@ -89,6 +89,17 @@ pub(crate) use hook::{released, Recorder};
 #[cfg(not(all(feature = "lockstat", not(loom))))]
 pub(crate) use noop::{released, Recorder};
 
+/// A lock whose holds lockstat samples (the mutex): lockstat asks it to send its next unlock
+/// through its contended path, which ends the sample. The lock implements this; lockstat never
+/// names a lock type, so that the arrows point from the locks to lockstat only.
+#[cfg_attr(not(all(feature = "lockstat", not(loom))), allow(dead_code))]
+pub(crate) trait HoldSampled {
+    /// The address the lock's statistics are kept under.
+    fn stats_key(&self) -> usize;
+    /// Makes the holder's unlock take the contended path (called while the caller holds it).
+    fn mark_contended(&self);
+}
+
 pub use report::{Counters, LockId, LockReport, Report, Site, SiteReport};
 
 use crate::wait::now_ns;

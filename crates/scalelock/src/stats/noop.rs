@@ -1,7 +1,7 @@
 //! The hooks when lockstat is compiled out (no `lockstat` feature, or a loom build): they do
 //! nothing and inline to nothing.
 
-use crate::mutex::RawMutex;
+use super::HoldSampled;
 
 /// Stands in for `hook::Recorder`.
 pub(crate) struct Recorder;
@@ -13,10 +13,21 @@ impl Recorder {
     }
 
     #[inline(always)]
+    pub(crate) fn none() -> Recorder {
+        Recorder
+    }
+
+    #[inline(always)]
     pub(crate) fn sleep(&mut self) {}
 
     #[inline(always)]
-    pub(crate) fn done(&self, _raw: &RawMutex, ok: bool, _spun_ns: u32, _handoff: bool) -> bool {
+    pub(crate) fn done(
+        &self,
+        _raw: &dyn HoldSampled,
+        ok: bool,
+        _spun_ns: u32,
+        _handoff: bool,
+    ) -> bool {
         ok
     }
 

@@ -110,13 +110,28 @@ impl Deadline {
     pub fn has_passed(&self) -> bool {
         #[cfg(loom)]
         {
-            // Under loom, time is the model's virtual clock (see futex_loom.rs), and a deadline
-            // `after(d)` passes after `d.as_secs()` ticks.
-            return super::futex::virtual_ticks() >= self.ts.tv_sec as u64;
+            // Under loom, time is the model's virtual clock (below), and a deadline `after(d)`
+            // passes after `d.as_secs()` ticks.
+            return virtual_clock::ticks() >= self.ts.tv_sec as u64;
         }
         #[allow(unreachable_code)]
         let now = self.clock.now();
         (now.tv_sec, now.tv_nsec) >= (self.ts.tv_sec, self.ts.tv_nsec)
+    }
+
+    /// Whether this deadline comes before `other` (on different clocks: assume not).
+    ///
+    /// ```
+    /// use scalelock::wait::Deadline;
+    /// use std::time::Duration;
+    ///
+    /// let soon = Deadline::after(Duration::from_millis(1));
+    /// let later = Deadline::after(Duration::from_secs(1));
+    /// assert!(soon.is_before(&later) && !later.is_before(&soon));
+    /// ```
+    pub fn is_before(&self, other: &Deadline) -> bool {
+        let (a, b) = (&self.ts, &other.ts);
+        self.clock == other.clock && (a.tv_sec, a.tv_nsec) < (b.tv_sec, b.tv_nsec)
     }
 
     /// The clock this deadline is measured on.
@@ -149,4 +164,28 @@ pub fn now_ns() -> u64 {
     }
     let ts = Clock::Monotonic.now();
     ts.tv_sec as u64 * NANOS as u64 + ts.tv_nsec as u64
+}
+
+/// Loom's virtual time: the number of timed futex waits that have returned in this execution
+/// (the futex model advances it while it holds its table lock), so that "woken, but the
+/// deadline passed" is explored without reading a real clock, which would make executions
+/// differ. A plain atomic, not one of loom's: loom runs one thread at a time, so its value is
+/// fixed by the schedule, and it adds no interleavings of its own to explore.
+#[cfg(loom)]
+pub(crate) mod virtual_clock {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    loom::lazy_static! {
+        static ref TICKS: AtomicU64 = AtomicU64::new(0);
+    }
+
+    /// Ticks so far.
+    pub(crate) fn ticks() -> u64 {
+        TICKS.load(Ordering::Relaxed)
+    }
+
+    /// One more tick: a timed wait returned.
+    pub(crate) fn advance() {
+        TICKS.fetch_add(1, Ordering::Relaxed);
+    }
 }

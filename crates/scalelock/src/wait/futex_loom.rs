@@ -6,7 +6,7 @@
 //! - a timed `wait` either is woken or times out: the model enqueues, yields, and times out if no
 //!   `wake` came meanwhile. Time is virtual: it advances by one tick whenever a timed wait returns,
 //!   and a [`Deadline`] of N seconds passes after N ticks, so "woken, but the deadline passed"
-//!   is explored too;
+//!   is explored too (the virtual clock lives with `Deadline`, in `deadline.rs`);
 //! - `wake` wakes up to `n` sleepers on that word and reports how many.
 //!
 //! A lost wake-up shows up as loom reporting that every thread is blocked.
@@ -19,13 +19,11 @@ struct Table {
     /// (word address, ticket) of each sleeping thread, in arrival order.
     sleepers: Vec<(usize, u64)>,
     next_ticket: u64,
-    /// Virtual time: returns of timed waits so far.
-    ticks: u64,
 }
 
 loom::lazy_static! {
     static ref TABLE: (Mutex<Table>, Condvar) =
-        (Mutex::new(Table { sleepers: Vec::new(), next_ticket: 0, ticks: 0 }), Condvar::new());
+        (Mutex::new(Table { sleepers: Vec::new(), next_ticket: 0 }), Condvar::new());
 }
 
 fn key(word: &AtomicU32) -> usize {
@@ -59,7 +57,7 @@ pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>
         drop(table);
         loom::thread::yield_now();
         let mut table = lock.lock().unwrap();
-        table.ticks += 1;
+        super::deadline::virtual_clock::advance();
         let before = table.sleepers.len();
         table.sleepers.retain(|s| s.1 != ticket);
         // Still queued: nobody woke us, the timeout fired.
@@ -73,11 +71,6 @@ pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>
         table = cv.wait(table).unwrap();
     }
     WaitOutcome::Woken
-}
-
-/// Virtual time of the model: how many timed waits have returned.
-pub fn virtual_ticks() -> u64 {
-    TABLE.0.lock().unwrap().ticks
 }
 
 /// Model of [`futex::wake`](super::futex::wake).

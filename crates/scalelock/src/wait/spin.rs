@@ -12,17 +12,17 @@
 //!   thread running ([`wake_latency_ns`]), sampled by the wait layer's `futex` calls themselves,
 //!   so every lock that sleeps (mutex, rwlocks, condvar) teaches every other. Spinning for up to
 //!   about what a sleep costs is the classic 2-competitive spin-then-block rule, so under
-//!   `Adaptive` a waiter spins at least half the measured wake-up latency (a few µs on idle bare
-//!   metal, tens of µs in a busy VM), capped at [`MAX_ADAPTIVE_SPIN_NS`].
+//!   `Adaptive` a waiter spins at least half the measured wake-up latency (far longer in a busy
+//!   VM than on idle bare metal), capped at [`MAX_ADAPTIVE_SPIN_NS`].
 //! - **[`SpinEstimate`]**, one 32-bit word per lock: a running estimate of how long a spinning
 //!   waiter waited when spinning succeeded. Under `Adaptive`, a waiter spins for a few times that
 //!   estimate (at least a short probe and the sleep-cost floor, at most 10 µs); each
 //!   success pulls the estimate towards the wait it saw, each failure (the budget ran out and the
 //!   waiter slept) shrinks it by an eighth. A short budget can only ever observe short waits, so
-//!   after every [`EXPLORE_EVERY`] failures one acquisition *explores*: it spins the full budget,
+//!   after every `EXPLORE_EVERY` failures one acquisition *explores*: it spins the full budget,
 //!   and if the lock comes free in time the estimate learns that longer spins pay (10 µs critical
 //!   sections, say). When holders are preempted or critical sections are long, spinning stops
-//!   paying and the estimate decays to the probe (plus one exploration per [`EXPLORE_EVERY`]
+//!   paying and the estimate decays to the probe (plus one exploration per `EXPLORE_EVERY`
 //!   failures); when hand-offs are quick it grows back. This replaces manual knobs such as
 //!   MariaDB's `innodb_log_spin_wait_delay`.
 //!
@@ -241,13 +241,13 @@ fn policy_from_env() -> SpinPolicy {
 const INITIAL_ESTIMATE_NS: u32 = 1_000;
 /// The shortest spin under `Adaptive`: keeps probing, so a lock whose holders became quick again
 /// is noticed.
-pub const MIN_PROBE_NS: u32 = 200;
+pub(crate) const MIN_PROBE_NS: u32 = 200;
 /// The longest spin under `Adaptive`: about the cost of a futex sleep and wake-up round trip,
 /// beyond which sleeping is cheaper (the classic 2-competitive bound).
 pub const MAX_ADAPTIVE_SPIN_NS: u32 = 10_000;
 /// Process-wide running estimate of the wake-up latency (ns): from an unlock's futex wake to the
 /// woken thread running again. It is the cost of sleeping that spinning saves, and it differs a
-/// lot between machines (a few µs on idle bare metal, tens of µs in a busy VM).
+/// lot between machines (far longer in a busy VM than on idle bare metal).
 static WAKE_LATENCY_NS: GlobalU32 = GlobalU32::new(0);
 /// When the last wake was issued (monotonic ns; 0: none), read by the thread it woke.
 static WAKE_STAMP_NS: GlobalU64 = GlobalU64::new(0);
@@ -313,7 +313,7 @@ pub fn wake_latency_ns() -> u32 {
 }
 
 /// After this many failed spins, the next acquisition spins the full adaptive budget once.
-pub const EXPLORE_EVERY: u32 = 8;
+pub(crate) const EXPLORE_EVERY: u32 = 8;
 
 /// The estimate word: nanoseconds in the low 16 bits, failures since the last exploration above.
 const EST_MASK: u32 = 0xffff;
@@ -331,18 +331,14 @@ pub enum SpinBudget {
 /// A lock's learned spin estimate (one 32-bit word: nanoseconds, and failures since the last
 /// exploration).
 ///
+/// Every lock keeps one; the wait layer teaches it after each contended wait that spun.
+///
 /// ```
-/// use scalelock::wait::SpinEstimate;
+/// use scalelock::wait::{SpinBudget, SpinEstimate};
 ///
 /// let e = SpinEstimate::new();
-/// for _ in 0..40 {
-///     e.record(false, 0); // spinning keeps failing: the estimate decays
-/// }
-/// assert!(e.get() < 100);
-/// for _ in 0..40 {
-///     e.record(true, 4_000); // spins of 4 µs succeed: it learns them
-/// }
-/// assert!(e.get() > 3_500);
+/// assert!(e.get() > 0); // a new lock starts from a short spin
+/// assert!(matches!(e.fallback_budget(), SpinBudget::Nanos(_) | SpinBudget::Unbounded));
 /// ```
 pub struct SpinEstimate(AtomicU32);
 
@@ -375,18 +371,16 @@ impl SpinEstimate {
     /// The budget for a wait whose fallback is not a sleep but a slower way in (a reader
     /// waiting for a lock's read bias, who can take the underlying lock instead): what
     /// [`budget`](Self::budget) gives, without its floor of half a wake-up latency, which prices
-    /// a sleep this waiter would not take. At least [`MIN_PROBE_NS`]; policies override it as
+    /// a sleep this waiter would not take. At least `MIN_PROBE_NS`; policies override it as
     /// they do `budget`.
     ///
     /// ```
     /// use scalelock::wait::{SpinBudget, SpinEstimate, SpinPolicy};
     ///
     /// let e = SpinEstimate::new();
-    /// for _ in 0..7 {
-    ///     e.record(false, 0); // the waits keep failing: the estimate decays
-    /// }
     /// if scalelock::wait::spin_policy() == SpinPolicy::Adaptive {
-    ///     assert!(matches!(e.fallback_budget(), SpinBudget::Nanos(ns) if ns < 4_000));
+    ///     // A new lock's estimate is short: no floor lifts it to the longest spin.
+    ///     assert!(matches!(e.fallback_budget(), SpinBudget::Nanos(ns) if ns < 10_000));
     /// }
     /// ```
     #[inline]
@@ -399,7 +393,13 @@ impl SpinEstimate {
     /// `MIN_PROBE_NS`, at most `MAX_ADAPTIVE_SPIN_NS`.
     #[inline]
     fn budget_from(&self, floor: u32) -> SpinBudget {
-        match spin_policy() {
+        self.budget_under(spin_policy(), floor)
+    }
+
+    /// [`budget_from`](Self::budget_from) under `policy` rather than the process-wide one.
+    #[inline]
+    pub(crate) fn budget_under(&self, policy: SpinPolicy, floor: u32) -> SpinBudget {
+        match policy {
             SpinPolicy::Adaptive => {
                 let v = self.0.load(Ordering::Relaxed);
                 if v >> FAIL_SHIFT >= EXPLORE_EVERY {
@@ -420,9 +420,10 @@ impl SpinEstimate {
     }
 
     /// Records the outcome of a spin: `acquired` after `spun_ns`, or not (the waiter slept).
-    /// Relaxed loads and stores: a lost update only delays learning by one sample.
+    /// Relaxed loads and stores: a lost update only delays learning by one sample. Only the
+    /// wait layer's `Waiter` calls it.
     #[inline]
-    pub fn record(&self, acquired: bool, spun_ns: u32) {
+    pub(crate) fn record(&self, acquired: bool, spun_ns: u32) {
         let v = self.0.load(Ordering::Relaxed);
         let (est, fails) = (v & EST_MASK, v >> FAIL_SHIFT);
         let new = if acquired {

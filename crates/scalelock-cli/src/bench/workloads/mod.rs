@@ -30,9 +30,9 @@
 //! `.param("hold_ns", 1000)` (extra JSON fields under `params`) and `.sample_every(n)`.
 //! Return `Err(message)` from `run` when the workload's own consistency check fails (a lock lost
 //! updates): the bench reports it and exits non-zero. `trial.duration` is the measured time of one
-//! round: every point runs [`ROUNDS`](super::ROUNDS) rounds (the second in reverse order) and
-//! the round with the higher throughput is reported, so a round gets `--duration-ms / ROUNDS`
-//! (100 ms by default, 20 ms with `--quick`). A workload that needs longer (an external server
+//! run (`--duration-ms`, 100 ms by default, 20 ms with `--quick`); with `--repeat N` every point
+//! runs N times, interleaved with the other locks of its cell, and the median is reported. A
+//! workload that needs longer (an external server
 //! benchmark) may scale it, and should say so in `about`.
 //!
 //! Results: the driver turns each point's [`Measurement`] into one [`Record`](super::stats::Record)
@@ -85,14 +85,17 @@ mod lockstat_overhead;
 mod log_append;
 mod mariadb_sysbench;
 mod mutex_common;
+mod mutex_hammer;
 mod mutex_long;
 mod mutex_short;
 mod path_lookup;
+mod rcu_read;
 mod read_mostly;
 mod read_write;
 mod reader_tail;
 mod recursive_read;
 mod rw_common;
+mod rwlock_hammer;
 mod uncontended;
 
 /// Every workload, in the order they run and appear in the report.
@@ -101,13 +104,16 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(uncontended::Uncontended),
         Box::new(mutex_short::MutexShort),
         Box::new(mutex_long::MutexLong),
+        Box::new(mutex_hammer::MutexHammer),
         Box::new(adaptive_grid::AdaptiveGrid),
         Box::new(read_mostly::ReadMostly),
         Box::new(read_write::ReadWrite),
+        Box::new(rwlock_hammer::RwlockHammer),
         Box::new(recursive_read::RecursiveRead),
         Box::new(reader_tail::ReaderTail),
         Box::new(log_append::LogAppend),
         Box::new(path_lookup::PathLookup),
+        Box::new(rcu_read::RcuRead),
         Box::new(lockstat_overhead::LockstatOverhead),
         Box::new(large_alloc::LargeAlloc),
         Box::new(mariadb_sysbench::MariadbSysbench),
@@ -126,6 +132,14 @@ pub trait Workload: Send + Sync {
     /// `<ours>-<variant>` family).
     fn ours(&self) -> &'static str {
         "scalelock"
+    }
+    /// What the throughput counts, for table and report headings.
+    fn throughput_label(&self) -> &'static str {
+        "ops/s, all threads"
+    }
+    /// What the latency samples time, for table and report headings.
+    fn latency_label(&self) -> &'static str {
+        "acquisition latency"
     }
     /// Whether a bench run without `--workload` includes it (false for workloads that need
     /// outside programs or take minutes, such as `mariadb-sysbench`).
@@ -373,6 +387,26 @@ mod tests {
     }
 
     #[test]
+    fn the_hammers_and_rcu_reads_pass_their_checks_under_contention() {
+        for w in [
+            Box::new(mutex_hammer::MutexHammer) as Box<dyn Workload>,
+            Box::new(rwlock_hammer::RwlockHammer),
+            Box::new(rcu_read::RcuRead),
+        ] {
+            let sel = Selection {
+                locks: None,
+                threads: vec![3],
+                quick: true,
+            };
+            for p in w.plan(&sel) {
+                let m = (p.run)(&trial(p.threads))
+                    .unwrap_or_else(|e| panic!("{} {}: {e}", w.name(), p.series));
+                assert!(m.ops_all > 0, "{} {}", w.name(), p.series);
+            }
+        }
+    }
+
+    #[test]
     fn every_rwlock_passes_the_torn_read_and_lost_update_checks_under_contention() {
         for lock in locks::RWLOCKS {
             let m = locks::run_rwlock(lock, &mix(), &trial(4))
@@ -391,6 +425,19 @@ mod tests {
         let caught_rw = (0..20)
             .any(|_| <rw_common::RwMix as RwBench>::run::<NoLock>(&mix(), &trial(4)).is_err());
         assert!(caught_rw, "torn reads / lost updates went unnoticed");
+        let caught_hammer = (0..20).any(|_| {
+            <mutex_hammer::HammerBench as MutexBench>::run::<NoLock>(
+                &mutex_hammer::HammerBench,
+                &trial(4),
+            )
+            .is_err()
+        });
+        assert!(caught_hammer, "mutex-hammer: lost updates went unnoticed");
+        let rw = rwlock_hammer::HammerBench { write_one_in: 2 };
+        let caught_rw_hammer = (0..20).any(|_| {
+            <rwlock_hammer::HammerBench as RwBench>::run::<NoLock>(&rw, &trial(4)).is_err()
+        });
+        assert!(caught_rw_hammer, "rwlock-hammer: torn reads went unnoticed");
     }
 
     #[test]

@@ -45,6 +45,14 @@ impl Workload for ReaderTail {
         locks::RWLOCKS.to_vec()
     }
 
+    fn throughput_label(&self) -> &'static str {
+        "reads/s of the one reader (writers not counted)"
+    }
+
+    fn latency_label(&self) -> &'static str {
+        "whole-read latency"
+    }
+
     fn plan(&self, sel: &Selection) -> Vec<Point> {
         // Every read is timed: the reader does few of them when the lock serves it badly.
         super::rwlock_points(sel, locks::RWLOCKS, TailBench, 1)

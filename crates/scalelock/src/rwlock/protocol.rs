@@ -1,4 +1,4 @@
-//! scalelock's reader-writer lock: one state word, one atomic operation per uncontended read.
+//! The protocol of [`RawRwLock`]: its state word, its fast paths and its contended paths.
 //!
 //! # Design
 //!
@@ -22,12 +22,9 @@
 //! wakes a writer. A writer kept out by another *writer* sets only `WRITERS_WAITING` (wake one of
 //! us on release): readers may still enter whenever no writer holds the lock, so a reader does
 //! not have to sleep through a stream of writers that only queue behind each other. (When every
-//! waiting writer kept readers out, one reader against 31–127 looping writers on 2 cores read
-//! 0.6–25k times a second and `std`'s 0.2–1.4M: each read slept until a writer handed it a
-//! turn. Now, with writers spinning briefly for readers before they drain them
-//! (`DRAIN_SPIN_NS`) and one woken writer at a time (below), the reader's median over five
-//! interleaved runs is 4.3M reads a second at 32 threads and 5.6M at 128, `std`'s 0.46M and
-//! 0.44M (`scalelock bench --workload reader-tail`; the writers' counter on a line of its own).)
+//! waiting writer kept readers out, each read of one reader among many looping writers slept
+//! until a writer handed it a turn; `scalelock bench --workload reader-tail` measures that
+//! cell.)
 //! **Readers are not starved by writers**: a writer that unlocks while readers sleep gives them
 //! the next turn instead of the next writer: it advances the 4-bit `TURN` counter, sets
 //! `READ_TURN` (writers may not take the lock) and wakes them all. A reader that parked before the
@@ -44,18 +41,14 @@
 //! `WRITER_WOKEN`; until that writer runs and takes the lock (or finds it held and sleeps again),
 //! releases wake nobody. Without the mark, every release while writers sleep woke one more, so
 //! with more writers than cores *all* of them ended up runnable, and any thread preempted by a
-//! wake-up waited for a CPU behind all of them. Measured on 2 cores, one reader against 64
-//! writers that write in a loop: 200 reads took 3.3–7.4 s, one read up to 0.6 s, almost all of
-//! it in the unlock that ended the reader's turn (its wake-up of a writer let the writer preempt
-//! it); with the mark, 67–185 ms. Only a writer that a wake-up woke clears the mark (see
-//! [`futex::wait_outcome`]): a writer whose wait returned because the sequence had moved is
-//! not the one the mark stands for. While such returns cleared it too, each let one more
-//! writer be woken, and in sampled 20 ms windows all 127 writers were often runnable; the
-//! reader's median rate went from 0.37M to 4.3M reads a second at 32 threads, and from 0.19M
-//! to 5.6M at 128, when that stopped. A reader that ends a read turn while a woken writer is on
-//! its way wakes nobody either, but a reader's wake-up does not set the mark: a writer woken
-//! after a read turn that has to wait for a CPU would keep every other sleeper waiting too
-//! (`read-write` at 128 threads lost 13–30% against `std` when it did).
+//! wake-up waited for a CPU behind all of them (a reader's unlock that ended its turn woke a
+//! writer that then preempted it). Only a writer that a wake-up woke clears the mark (see
+//! `futex::wait_outcome`): a writer whose wait returned because the sequence had moved is
+//! not the one the mark stands for; while such returns cleared it too, each let one more writer
+//! be woken, and again nearly all writers were runnable. A reader that ends a read turn while a
+//! woken writer is on its way wakes nobody either, but a reader's wake-up does not set the
+//! mark: a writer woken after a read turn that has to wait for a CPU would keep every other
+//! sleeper waiting too (`read-write` at many threads lost against `std` when it did).
 //!
 //! **Recursive readers.** `read_recursive` enters whenever no writer *holds* the lock, even when
 //! writers wait, so a thread that already reads can read again without deadlocking behind a
@@ -142,9 +135,8 @@
 //! broken). That a writer kept out by readers gets in at all (`DRAIN`) is checked by the stress
 //! tests: loom cannot see starvation.
 
-use crate::stats;
 use crate::sync::{fence, AtomicU32, Ordering};
-use crate::wait::{futex, Deadline, SpinBudget, SpinEstimate, Spinner};
+use crate::wait::{futex, Deadline, SpinEstimate, Subject, Waiter};
 
 const PARKED: u32 = 1;
 const WRITERS_WAITING: u32 = 1 << 1;
@@ -170,11 +162,8 @@ const READ_SLOW: u32 = if cfg!(all(debug_assertions, not(loom))) {
 /// while other writers sleep (when it would not spin for a writer): about a short read section.
 /// Without it, under a stream of writers, every writer that arrived while a reader read went to
 /// sleep with `DRAIN` set, so the reader's next read waited for a read turn and its unlock woke
-/// that writer (and lost its CPU to it): one reader against 31–127 looping writers read 2k–1.4M
-/// times a second, bimodal from run to run; with it, 105k–3.5M (`std`'s 5.5k–429k in the same
-/// runs; measured while the bench kept the counter next to the lock word). It costs
-/// `read-write` and `recursive-read` at most about 1%; 500 ns cost 2–3%, and spinning as long
-/// as a writer would spin for a writer (tens of µs here) cost `read-write` 10%.
+/// that writer (and lost its CPU to it). Longer grace spins cost `read-write` throughput (the
+/// bench's `reader-tail` and `read-write` workloads measure both sides).
 const DRAIN_SPIN_NS: u32 = 250;
 
 /// The reader count of a state word.
@@ -280,7 +269,7 @@ impl RawRwLock {
         {
             self.wait_parked(None, read_admits, true);
         }
-        held::note_acquire(self);
+        super::held::note_acquire(self);
     }
 
     /// Takes a read lock if that needs no waiting.
@@ -288,7 +277,7 @@ impl RawRwLock {
     pub fn try_lock_shared(&self) -> bool {
         let ok = self.try_take(|s| read_admits(s, false));
         if ok {
-            held::note_acquire(self);
+            super::held::note_acquire(self);
         }
         ok
     }
@@ -299,7 +288,7 @@ impl RawRwLock {
         let ok = self.try_take(|s| read_admits(s, false))
             || self.wait_parked(Some(deadline), read_admits, true);
         if ok {
-            held::note_acquire(self);
+            super::held::note_acquire(self);
         }
         ok
     }
@@ -311,7 +300,7 @@ impl RawRwLock {
         if !self.try_take(|s| read_admits(s, true)) {
             self.wait_parked(None, |s, _| read_admits(s, true), false);
         }
-        held::note_acquire(self);
+        super::held::note_acquire(self);
     }
 
     /// Takes a recursive read lock if no writer holds the lock.
@@ -319,7 +308,7 @@ impl RawRwLock {
     pub fn try_lock_shared_recursive(&self) -> bool {
         let ok = self.try_take(|s| read_admits(s, true));
         if ok {
-            held::note_acquire(self);
+            super::held::note_acquire(self);
         }
         ok
     }
@@ -330,7 +319,7 @@ impl RawRwLock {
         let ok = self.try_take(|s| read_admits(s, true))
             || self.wait_parked(Some(deadline), |s, _| read_admits(s, true), false);
         if ok {
-            held::note_acquire(self);
+            super::held::note_acquire(self);
         }
         ok
     }
@@ -341,7 +330,7 @@ impl RawRwLock {
     /// The calling context must hold a read lock (not an upgradable one) on this lock.
     #[inline]
     pub unsafe fn unlock_shared(&self) {
-        held::note_release(self);
+        super::held::note_release(self);
         // Release: the reader's accesses happen before the next writer's (which acquires the word).
         let prev = self.state.fetch_sub(ONE_READER, Ordering::Release);
         if prev & (PARKED | WRITERS_WAITING | READ_TURN) != 0 {
@@ -405,7 +394,7 @@ impl RawRwLock {
     #[inline]
     pub unsafe fn downgrade(&self) {
         self.downgrade_to(ONE_READER);
-        held::note_acquire(self);
+        super::held::note_acquire(self);
     }
 
     // -----------------------------------------------------------------------------------------
@@ -419,7 +408,7 @@ impl RawRwLock {
         if !self.try_take(|s| upgradable_admits(s, false)) {
             self.wait_parked(None, upgradable_admits, true);
         }
-        held::note_acquire(self);
+        super::held::note_acquire(self);
     }
 
     /// Takes an upgradable read lock if that needs no waiting.
@@ -427,7 +416,7 @@ impl RawRwLock {
     pub fn try_lock_upgradable(&self) -> bool {
         let ok = self.try_take(|s| upgradable_admits(s, false));
         if ok {
-            held::note_acquire(self);
+            super::held::note_acquire(self);
         }
         ok
     }
@@ -438,7 +427,7 @@ impl RawRwLock {
         let ok = self.try_take(|s| upgradable_admits(s, false))
             || self.wait_parked(Some(deadline), upgradable_admits, true);
         if ok {
-            held::note_acquire(self);
+            super::held::note_acquire(self);
         }
         ok
     }
@@ -449,7 +438,7 @@ impl RawRwLock {
     /// The calling context must hold an upgradable read lock on this lock.
     #[inline]
     pub unsafe fn unlock_upgradable(&self) {
-        held::note_release(self);
+        super::held::note_release(self);
         let prev = self
             .state
             .fetch_sub(ONE_READER + UPGRADABLE, Ordering::Release);
@@ -471,7 +460,7 @@ impl RawRwLock {
     /// The calling context must hold an upgradable read lock on this lock.
     #[inline]
     pub unsafe fn upgrade(&self) {
-        held::note_release(self);
+        super::held::note_release(self);
         if !self.try_take(upgrade_takes) {
             self.wait_writer(None, |s, slept| {
                 upgrade_takes(s).map(|n| keep_waiting(n, slept))
@@ -487,7 +476,7 @@ impl RawRwLock {
     pub unsafe fn try_upgrade(&self) -> bool {
         let ok = self.try_take(upgrade_takes);
         if ok {
-            held::note_release(self);
+            super::held::note_release(self);
         }
         ok
     }
@@ -503,7 +492,7 @@ impl RawRwLock {
                 upgrade_takes(s).map(|n| keep_waiting(n, slept))
             });
         if ok {
-            held::note_release(self);
+            super::held::note_release(self);
         }
         ok
     }
@@ -528,7 +517,7 @@ impl RawRwLock {
     #[inline]
     pub unsafe fn downgrade_to_upgradable(&self) {
         self.downgrade_to(ONE_READER + UPGRADABLE);
-        held::note_acquire(self);
+        super::held::note_acquire(self);
     }
 
     /// Replaces WRITER with `held` (one reader, perhaps upgradable) in one step. Readers parked
@@ -625,15 +614,10 @@ impl RawRwLock {
         take: impl Fn(u32, bool) -> Option<u32>,
         plain: bool,
     ) -> bool {
-        let budget = self.spin.budget();
-        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
-        let unbounded = budget == SpinBudget::Unbounded;
         // Polling (short steps): while it spins a reader only loads the word, and tries its
         // compare-exchange only when the word says it may enter; a writer looping on the lock
-        // leaves it free for moments that a backed-off reader missed (one reader against one
-        // looping writer: 0.25-0.42 of the best other lock's reads, 0.53-0.76 polling).
-        let mut spinner = Spinner::polling(budget);
-        let mut learned = false;
+        // leaves it free for moments that a backed-off reader would miss.
+        let mut w = Waiter::polling(&self.spin, deadline, Subject::Lock(self.stats_key()));
         // The turn counter when this thread first parked; once a writer has released the lock
         // to parked readers since then (the counter moved), this thread is `entitled`: it may
         // enter past waiting writers. Each acquisition is entitled at most once per write phase,
@@ -649,7 +633,7 @@ impl RawRwLock {
                     // Writers wait: once one drains the readers, a nested read waits for it, and
                     // it for the outer read: a deadlock, so debug builds stop here even if this
                     // read would get in now.
-                    held::check_not_reading(self);
+                    super::held::check_not_reading(self);
                 }
             }
             if !entitled {
@@ -660,12 +644,7 @@ impl RawRwLock {
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
                 {
-                    Ok(_) => {
-                        if !learned && spinner.has_spun() {
-                            self.spin.record(true, spinner.spent_ns());
-                        }
-                        return rec.done_at(self.stats_key(), true, spinner.spent_ns(), false);
-                    }
+                    Ok(_) => return w.acquired(false),
                     Err(current) => {
                         s = current;
                         continue;
@@ -674,20 +653,14 @@ impl RawRwLock {
             }
             // Spin unless readers sleep or a writer drains: a writer about to leave, even with
             // other writers asleep, leaves the lock free for a moment.
-            if (unbounded || s & (PARKED | DRAIN) == 0) && spinner.spin() {
+            if w.spin(s & (PARKED | DRAIN) == 0) {
                 s = self.state.load(Ordering::Relaxed);
                 continue;
             }
-            if !learned && spinner.has_spun() {
-                self.spin.record(false, 0);
-                learned = true;
-            }
-            if let Some(d) = deadline {
-                if d.has_passed() {
-                    // Sleepers are woken all at once, so giving up strands nobody; a stale
-                    // PARKED only costs the next unlock a futile wake.
-                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
-                }
+            if w.timed_out() {
+                // Sleepers are woken all at once, so giving up strands nobody; a stale PARKED
+                // only costs the next unlock a futile wake.
+                return w.gave_up();
             }
             if s & PARKED == 0 {
                 if let Err(current) = self.state.compare_exchange_weak(
@@ -702,10 +675,8 @@ impl RawRwLock {
                 s |= PARKED;
             }
             parked_turn.get_or_insert(turn(s));
-            rec.sleep();
-            let in_time = futex::wait(&self.state, s, deadline);
-            if !in_time {
-                return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
+            if !w.sleep(&self.state, s) {
+                return w.gave_up();
             }
             s = self.state.load(Ordering::Relaxed);
         }
@@ -720,11 +691,10 @@ impl RawRwLock {
         deadline: Option<&Deadline>,
         take: impl Fn(u32, bool) -> Option<u32>,
     ) -> bool {
-        let budget = self.spin.budget();
-        let mut rec = stats::Recorder::begin(); // lockstat: one relaxed load while off
-        let unbounded = budget == SpinBudget::Unbounded;
-        let mut spinner = Spinner::new(budget);
-        let mut learned = false;
+        // After the learned spin, a short grace spin while only readers keep it out (see
+        // DRAIN_SPIN_NS).
+        let mut w =
+            Waiter::new(&self.spin, deadline, Subject::Lock(self.stats_key())).grace(DRAIN_SPIN_NS);
         // Whether this thread has set WRITERS_WAITING (and so may have been woken for others).
         let mut waited = false;
         // Whether a wake-up has ended this thread's sleep: it may be the writer WRITER_WOKEN
@@ -732,7 +702,6 @@ impl RawRwLock {
         // not that writer, clearing costs one extra wake-up). A wait that returned without a
         // wake-up does not count (see below).
         let mut awoke = false;
-        let mut drain_spinner = Spinner::new(SpinBudget::Nanos(DRAIN_SPIN_NS));
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             if let Some(new) = take(s, waited) {
@@ -741,12 +710,7 @@ impl RawRwLock {
                     .state
                     .compare_exchange_weak(s, new, Ordering::Acquire, Ordering::Relaxed)
                 {
-                    Ok(_) => {
-                        if !learned && spinner.has_spun() {
-                            self.spin.record(true, spinner.spent_ns());
-                        }
-                        return rec.done_at(self.stats_key(), true, spinner.spent_ns(), false);
-                    }
+                    Ok(_) => return w.acquired(false),
                     Err(current) => {
                         s = current;
                         continue;
@@ -755,40 +719,30 @@ impl RawRwLock {
             }
             // Spin unless readers or writers sleep; but through a read turn (READ_TURN) even
             // while writers sleep: its readers are entering and leave soon (at its end this
-            // writer may beat the sleeper it wakes to the lock, costing a wasted wake-up). When a read turn stopped the spin, one reader against
-            // one writer fell into a convoy: the writer slept through every read turn with
-            // DRAIN set, so the reader's next read found DRAIN and slept too, and the writer's
-            // release handed it the next turn (per 0.5 s, ~3k sleeps of each, set off by
-            // 250-430 reads that spun out). The writer's own WRITERS_WAITING, which stays set
-            // after its wake-up, kept the convoy going too: 1.5-2.5k sleeps per 0.5 s, none
-            // after a spin; spinning through the turn whatever WRITERS_WAITING says, 90-280,
-            // and the writer's rate went from ~10M to 20-23M writes a second.
+            // writer may beat the sleeper it wakes to the lock, costing a wasted wake-up). When a
+            // read turn stopped the spin, one reader against one writer fell into a convoy: the
+            // writer slept through every read turn with DRAIN set, so the reader's next read
+            // found DRAIN and slept too, and the writer's release handed it the next turn. The
+            // writer's own WRITERS_WAITING, which stays set after its wake-up, kept the convoy
+            // going too; so the writer spins through the turn whatever WRITERS_WAITING says.
             let spin_ok = s & PARKED == 0 && (s & WRITERS_WAITING == 0 || s & READ_TURN != 0);
-            if (unbounded || spin_ok) && spinner.spin() {
+            if w.spin(spin_ok) {
                 s = self.state.load(Ordering::Relaxed);
                 continue;
-            }
-            if !learned && spinner.has_spun() {
-                self.spin.record(false, 0);
-                learned = true;
             }
             // Only readers in the way, none asleep, no writer draining them yet: they may be
             // about to leave (see DRAIN_SPIN_NS).
-            if budget != SpinBudget::Nanos(0)
-                && s & (WRITER | UPGRADABLE | READ_TURN | PARKED | DRAIN) == 0
-                && readers(s) != 0
-                && drain_spinner.spin()
-            {
+            let only_readers =
+                s & (WRITER | UPGRADABLE | READ_TURN | PARKED | DRAIN) == 0 && readers(s) != 0;
+            if w.spin_grace(only_readers) {
                 s = self.state.load(Ordering::Relaxed);
                 continue;
             }
-            if let Some(d) = deadline {
-                if d.has_passed() {
-                    if waited {
-                        self.writer_gives_up();
-                    }
-                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
+            if w.timed_out() {
+                if waited {
+                    self.writer_gives_up();
                 }
+                return w.gave_up();
             }
             // Announce the wait; if readers keep us out, new readers must stay out (DRAIN) or
             // they could keep us out for ever. A woken writer going back to sleep also drops the
@@ -823,8 +777,7 @@ impl RawRwLock {
                 self.writer_sleepers.fetch_sub(1, Ordering::Relaxed);
                 continue;
             }
-            rec.sleep();
-            let outcome = futex::wait_outcome(&self.writer_seq, seq, deadline);
+            let outcome = w.sleep_outcome(&self.writer_seq, seq);
             if outcome != futex::WaitOutcome::Woken {
                 // A wake-up uncounts the writers it wakes (`wake_writers`); others leave alone.
                 self.writer_sleepers.fetch_sub(1, Ordering::Relaxed);
@@ -832,14 +785,13 @@ impl RawRwLock {
             match outcome {
                 futex::WaitOutcome::TimedOut => {
                     self.writer_gives_up();
-                    return rec.done_at(self.stats_key(), false, spinner.spent_ns(), false);
+                    return w.gave_up();
                 }
                 // Only a wake-up makes this thread the writer WRITER_WOKEN may stand for. A
                 // return because the sequence moved before the kernel compared it (frequent
                 // under a stream of releases) is not one: when such returns cleared the mark,
-                // each let the next release wake one more writer, and with 127 looping writers
-                // on 2 cores all of them were runnable most of the time (one reader among them
-                // then made no read at all in many 20 ms windows).
+                // each let the next release wake one more writer, until nearly all were
+                // runnable and a reader among them hardly ever ran.
                 futex::WaitOutcome::Woken => awoke = true,
                 futex::WaitOutcome::NotWoken => {}
             }
@@ -864,12 +816,11 @@ impl RawRwLock {
     /// If no writer is asleep or on its way into a sleep (`writer_sleepers`), it skips the
     /// system call and returns 0, as the call would have. `WRITERS_WAITING` stays set after the
     /// writers that set it have gone (a woken writer cannot tell whether others still sleep),
-    /// so under a stream of writers most releases used to call the kernel for nobody: one
-    /// reader and 31 or 127 looping writers on 2 cores made 0.4-1.1M such calls a second.
+    /// so under a stream of writers most releases used to call the kernel for nobody.
     ///
     /// The writers it wakes are uncounted here, not by themselves: a woken writer may wait
     /// milliseconds for a CPU before it runs, and while it still counted, every release called
-    /// the kernel for nobody again (it cut those calls only 3-5 times). The kernel's count of
+    /// the kernel for nobody again. The kernel's count of
     /// woken writers is exact: a sleeper's wait returns `Woken` exactly when a wake-up took it
     /// off the queue, so each writer is uncounted once, by itself or by its waker.
     #[inline]
@@ -1111,534 +1062,5 @@ impl core::fmt::Debug for RawRwLock {
     }
 }
 
-/// Debug-build tracking of the read locks each thread holds, to catch a plain `read` that would
-/// deadlock behind a waiting writer. A small fixed table per thread: no allocation; a thread that
-/// holds more read locks than it has entries is simply not checked for the extra ones. Release
-/// builds (and loom) compile all of it away.
-#[cfg(all(debug_assertions, not(loom), not(feature = "send_guard")))]
-mod held {
-    use core::cell::Cell;
-
-    const ENTRIES: usize = 16;
-
-    thread_local! {
-        static HELD: [Cell<usize>; ENTRIES] = const { [const { Cell::new(0) }; ENTRIES] };
-    }
-
-    #[inline]
-    fn key<T>(lock: &T) -> usize {
-        lock as *const T as usize
-    }
-
-    pub(super) fn note_acquire<T>(lock: &T) {
-        let k = key(lock);
-        let _ = HELD.try_with(|h| {
-            if let Some(c) = h.iter().find(|c| c.get() == 0) {
-                c.set(k);
-            }
-        });
-    }
-
-    pub(super) fn note_release<T>(lock: &T) {
-        let k = key(lock);
-        let _ = HELD.try_with(|h| {
-            if let Some(c) = h.iter().find(|c| c.get() == k) {
-                c.set(0);
-            }
-        });
-    }
-
-    pub(super) fn check_not_reading<T>(lock: &T) {
-        let k = key(lock);
-        if HELD
-            .try_with(|h| h.iter().any(|c| c.get() == k))
-            .unwrap_or(false)
-        {
-            panic!(
-                "scalelock::RwLock: this thread already holds a read lock on this lock and a \
-                 writer is waiting, so this `read` would deadlock (the writer waits for this \
-                 thread, this thread for the writer); take nested read locks with \
-                 `read_recursive` (RawRwLock::lock_shared_recursive)"
-            );
-        }
-    }
-}
-
-#[cfg(not(all(debug_assertions, not(loom), not(feature = "send_guard"))))]
-mod held {
-    #[inline(always)]
-    pub(super) fn note_acquire<T>(_: &T) {}
-    #[inline(always)]
-    pub(super) fn note_release<T>(_: &T) {}
-    #[inline(always)]
-    pub(super) fn check_not_reading<T>(_: &T) {}
-}
-
-#[cfg(not(loom))]
-mod api {
-    use super::RawRwLock;
-    use crate::wait::Deadline;
-    use std::time::{Duration, Instant};
-
-    // SAFETY: WRITER is set only by a successful Acquire CAS from a state with no WRITER,
-    // UPGRADABLE, readers or READ_TURN (or by an upgrade when the upgrader is the only reader),
-    // and readers only enter by CAS from a state without WRITER; so a write lock excludes every
-    // other lock, and read locks exclude only writers. Releases use Release ordering.
-    unsafe impl lock_api::RawRwLock for RawRwLock {
-        #[allow(clippy::declare_interior_mutable_const)]
-        const INIT: RawRwLock = RawRwLock::new();
-        // `send_guard`: a guard may be released by another thread (the debug-build `held` check,
-        // which needs the acquiring thread's record, is off then).
-        #[cfg(feature = "send_guard")]
-        type GuardMarker = lock_api::GuardSend;
-        #[cfg(not(feature = "send_guard"))]
-        type GuardMarker = lock_api::GuardNoSend;
-
-        #[inline]
-        fn lock_shared(&self) {
-            RawRwLock::lock_shared(self)
-        }
-
-        #[inline]
-        fn try_lock_shared(&self) -> bool {
-            RawRwLock::try_lock_shared(self)
-        }
-
-        #[inline]
-        unsafe fn unlock_shared(&self) {
-            // SAFETY: lock_api's contract: the caller holds a read lock.
-            unsafe { RawRwLock::unlock_shared(self) }
-        }
-
-        #[inline]
-        fn lock_exclusive(&self) {
-            RawRwLock::lock_exclusive(self)
-        }
-
-        #[inline]
-        fn try_lock_exclusive(&self) -> bool {
-            RawRwLock::try_lock_exclusive(self)
-        }
-
-        #[inline]
-        unsafe fn unlock_exclusive(&self) {
-            // SAFETY: lock_api's contract: the caller holds the write lock.
-            unsafe { RawRwLock::unlock_exclusive(self) }
-        }
-
-        #[inline]
-        fn is_locked(&self) -> bool {
-            RawRwLock::is_locked(self)
-        }
-
-        #[inline]
-        fn is_locked_exclusive(&self) -> bool {
-            RawRwLock::is_locked_exclusive(self)
-        }
-    }
-
-    // SAFETY: the fair variants release exactly like the plain ones. scalelock's unlock is
-    // already phase-fair (a write unlock gives waiting readers the next turn, the last reader
-    // wakes a writer, writers wake in the kernel's FIFO order), so there is no separate
-    // hand-off protocol; `bump_*` yields only when someone waits.
-    unsafe impl lock_api::RawRwLockFair for RawRwLock {
-        #[inline]
-        unsafe fn unlock_shared_fair(&self) {
-            // SAFETY: lock_api's contract: the caller holds a read lock.
-            unsafe { RawRwLock::unlock_shared(self) }
-        }
-
-        #[inline]
-        unsafe fn unlock_exclusive_fair(&self) {
-            // SAFETY: lock_api's contract: the caller holds the write lock.
-            unsafe { RawRwLock::unlock_exclusive(self) }
-        }
-
-        #[inline]
-        unsafe fn bump_shared(&self) {
-            if self.has_waiters() {
-                // SAFETY: the caller holds a read lock (lock_api's contract); it is re-taken at
-                // once, behind any waiting writer.
-                unsafe { RawRwLock::unlock_shared(self) };
-                RawRwLock::lock_shared(self);
-            }
-        }
-
-        #[inline]
-        unsafe fn bump_exclusive(&self) {
-            if self.has_waiters() {
-                // SAFETY: the caller holds the write lock (lock_api's contract); re-taken at once.
-                unsafe { RawRwLock::unlock_exclusive(self) };
-                RawRwLock::lock_exclusive(self);
-            }
-        }
-    }
-
-    // SAFETY: downgrade turns WRITER into one reader in a single atomic step: no writer can enter
-    // in between, and the caller keeps a read lock.
-    unsafe impl lock_api::RawRwLockDowngrade for RawRwLock {
-        #[inline]
-        unsafe fn downgrade(&self) {
-            // SAFETY: lock_api's contract: the caller holds the write lock.
-            unsafe { RawRwLock::downgrade(self) }
-        }
-    }
-
-    // SAFETY: the timed paths take the lock with the same CAS transitions as the untimed ones.
-    unsafe impl lock_api::RawRwLockTimed for RawRwLock {
-        type Duration = Duration;
-        type Instant = Instant;
-
-        #[inline]
-        fn try_lock_shared_for(&self, timeout: Duration) -> bool {
-            self.try_lock_shared() || self.try_lock_shared_until(&Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_shared_until(&self, timeout: Instant) -> bool {
-            self.try_lock_shared() || RawRwLock::try_lock_shared_until(self, &Deadline::at(timeout))
-        }
-
-        #[inline]
-        fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
-            self.try_lock_exclusive() || self.try_lock_exclusive_until(&Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_exclusive_until(&self, timeout: Instant) -> bool {
-            self.try_lock_exclusive()
-                || RawRwLock::try_lock_exclusive_until(self, &Deadline::at(timeout))
-        }
-    }
-
-    // SAFETY: a recursive read lock is an ordinary read lock admitted under a weaker condition
-    // (no writer *holds* the lock); it never coexists with a writer.
-    unsafe impl lock_api::RawRwLockRecursive for RawRwLock {
-        #[inline]
-        fn lock_shared_recursive(&self) {
-            RawRwLock::lock_shared_recursive(self)
-        }
-
-        #[inline]
-        fn try_lock_shared_recursive(&self) -> bool {
-            RawRwLock::try_lock_shared_recursive(self)
-        }
-    }
-
-    // SAFETY: as RawRwLockRecursive, with a deadline.
-    unsafe impl lock_api::RawRwLockRecursiveTimed for RawRwLock {
-        #[inline]
-        fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
-            self.try_lock_shared_recursive()
-                || self.try_lock_shared_recursive_until(&Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_shared_recursive_until(&self, timeout: Instant) -> bool {
-            self.try_lock_shared_recursive()
-                || RawRwLock::try_lock_shared_recursive_until(self, &Deadline::at(timeout))
-        }
-    }
-
-    // SAFETY: UPGRADABLE is taken by CAS from a state without WRITER or UPGRADABLE, so at most one
-    // upgradable reader exists and it excludes writers; upgrade sets WRITER only when it is the
-    // last reader.
-    unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
-        #[inline]
-        fn lock_upgradable(&self) {
-            RawRwLock::lock_upgradable(self)
-        }
-
-        #[inline]
-        fn try_lock_upgradable(&self) -> bool {
-            RawRwLock::try_lock_upgradable(self)
-        }
-
-        #[inline]
-        unsafe fn unlock_upgradable(&self) {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawRwLock::unlock_upgradable(self) }
-        }
-
-        #[inline]
-        unsafe fn upgrade(&self) {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawRwLock::upgrade(self) }
-        }
-
-        #[inline]
-        unsafe fn try_upgrade(&self) -> bool {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawRwLock::try_upgrade(self) }
-        }
-    }
-
-    // SAFETY: as RawRwLockFair.
-    unsafe impl lock_api::RawRwLockUpgradeFair for RawRwLock {
-        #[inline]
-        unsafe fn unlock_upgradable_fair(&self) {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawRwLock::unlock_upgradable(self) }
-        }
-
-        #[inline]
-        unsafe fn bump_upgradable(&self) {
-            if self.has_waiters() {
-                // SAFETY: the caller holds an upgradable lock; re-taken at once.
-                unsafe { RawRwLock::unlock_upgradable(self) };
-                RawRwLock::lock_upgradable(self);
-            }
-        }
-    }
-
-    // SAFETY: both downgrades are single atomic steps that keep the caller's lock shared.
-    unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwLock {
-        #[inline]
-        unsafe fn downgrade_upgradable(&self) {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawRwLock::downgrade_upgradable(self) }
-        }
-
-        #[inline]
-        unsafe fn downgrade_to_upgradable(&self) {
-            // SAFETY: lock_api's contract: the caller holds the write lock.
-            unsafe { RawRwLock::downgrade_to_upgradable(self) }
-        }
-    }
-
-    // SAFETY: as RawRwLockUpgrade, with a deadline; a timed-out upgrade keeps the upgradable lock.
-    unsafe impl lock_api::RawRwLockUpgradeTimed for RawRwLock {
-        #[inline]
-        fn try_lock_upgradable_for(&self, timeout: Duration) -> bool {
-            self.try_lock_upgradable() || self.try_lock_upgradable_until(&Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_upgradable_until(&self, timeout: Instant) -> bool {
-            self.try_lock_upgradable()
-                || RawRwLock::try_lock_upgradable_until(self, &Deadline::at(timeout))
-        }
-
-        #[inline]
-        unsafe fn try_upgrade_for(&self, timeout: Duration) -> bool {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawRwLock::try_upgrade_until(self, &Deadline::after(timeout)) }
-        }
-
-        #[inline]
-        unsafe fn try_upgrade_until(&self, timeout: Instant) -> bool {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawRwLock::try_upgrade_until(self, &Deadline::at(timeout)) }
-        }
-    }
-}
-
-/// The guard of a read lock on an [`RwLock`](crate::RwLock).
-///
-/// ```
-/// let lock = scalelock::RwLock::new(1);
-/// let g: scalelock::RwLockReadGuard<'_, i32> = lock.read();
-/// assert_eq!(*g, 1);
-/// ```
-#[cfg(not(loom))]
-pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock, T>;
-
-/// The guard of the write lock on an [`RwLock`](crate::RwLock).
-///
-/// ```
-/// let lock = scalelock::RwLock::new(1);
-/// let mut g: scalelock::RwLockWriteGuard<'_, i32> = lock.write();
-/// *g = 2;
-/// let r = scalelock::RwLockWriteGuard::downgrade(g); // atomically becomes a read lock
-/// assert_eq!(*r, 2);
-/// ```
-#[cfg(not(loom))]
-pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock, T>;
-
-/// The guard of an upgradable read lock on an [`RwLock`](crate::RwLock): shared with readers, exclusive with
-/// writers and other upgradable readers, and upgradable to the write lock.
-///
-/// ```
-/// use scalelock::{RwLock, RwLockUpgradableReadGuard};
-///
-/// let lock = RwLock::new(vec![1]);
-/// let u = lock.upgradable_read();
-/// let _r = lock.read(); // readers may still enter
-/// drop(_r);
-/// let mut w = RwLockUpgradableReadGuard::upgrade(u);
-/// w.push(2);
-/// assert_eq!(w.len(), 2);
-/// ```
-#[cfg(not(loom))]
-pub type RwLockUpgradableReadGuard<'a, T> = lock_api::RwLockUpgradableReadGuard<'a, RawRwLock, T>;
-
-/// A read guard mapped to a part of the protected data.
-///
-/// ```
-/// use scalelock::{RwLock, RwLockReadGuard};
-///
-/// let lock = RwLock::new((1, 2));
-/// let second = RwLockReadGuard::map(lock.read(), |p| &p.1);
-/// assert_eq!(*second, 2);
-/// ```
-#[cfg(not(loom))]
-pub type MappedRwLockReadGuard<'a, T> = lock_api::MappedRwLockReadGuard<'a, RawRwLock, T>;
-
-/// A write guard mapped to a part of the protected data.
-///
-/// ```
-/// use scalelock::{RwLock, RwLockWriteGuard};
-///
-/// let lock = RwLock::new((1, 2));
-/// let mut first = RwLockWriteGuard::map(lock.write(), |p| &mut p.0);
-/// *first = 10;
-/// drop(first);
-/// assert_eq!(*lock.read(), (10, 2));
-/// ```
-#[cfg(not(loom))]
-pub type MappedRwLockWriteGuard<'a, T> = lock_api::MappedRwLockWriteGuard<'a, RawRwLock, T>;
-
-/// White-box checks of the `WRITER_WOKEN` and `DRAIN` transitions: whether a release wakes (the
-/// writer sequence moves with every wake-up), what it leaves in the word, who may enter.
 #[cfg(all(test, not(loom)))]
-mod state_tests {
-    use super::*;
-
-    fn seq(l: &RawRwLock) -> u32 {
-        l.writer_seq.load(Ordering::Relaxed)
-    }
-
-    /// Takes the lock (`read` or write) on one thread, adds `bits` to the word as if other
-    /// threads waited, releases, and returns how many wake-ups the release issued and the word
-    /// it left. No thread sleeps, so every wake-up finds nobody.
-    fn release_with(bits: u32, read: bool) -> (u32, u32) {
-        let l = RawRwLock::new();
-        if read {
-            l.lock_shared();
-        } else {
-            l.lock_exclusive();
-        }
-        l.state.fetch_or(bits, Ordering::Relaxed);
-        let before = seq(&l);
-        // SAFETY: taken just above, in the same mode.
-        unsafe {
-            if read {
-                l.unlock_shared();
-            } else {
-                l.unlock_exclusive();
-            }
-        }
-        (
-            seq(&l).wrapping_sub(before),
-            l.state.load(Ordering::Relaxed),
-        )
-    }
-
-    #[test]
-    fn no_release_wakes_anyone_while_a_woken_writer_is_on_its_way() {
-        for read in [false, true] {
-            let marked = WRITERS_WAITING | WRITER_WOKEN;
-            assert_eq!(release_with(marked, read), (0, marked), "read: {read}");
-        }
-    }
-
-    #[test]
-    fn a_write_release_marks_the_writer_it_wakes_and_a_read_release_does_not() {
-        // The write release wakes with the mark, then (nobody was asleep) without it; the read
-        // release wakes once, unmarked. Both then clear the stale bit.
-        assert_eq!(release_with(WRITERS_WAITING, false), (2, 0));
-        assert_eq!(release_with(WRITERS_WAITING, true), (1, 0));
-    }
-
-    #[test]
-    fn a_woken_writer_drops_the_mark_and_leaves_the_word_clean() {
-        let l = std::sync::Arc::new(RawRwLock::new());
-        for _ in 0..20 {
-            l.lock_exclusive();
-            let t = {
-                let l = l.clone();
-                std::thread::spawn(move || {
-                    l.lock_exclusive();
-                    // SAFETY: locked exclusively just above.
-                    unsafe { l.unlock_exclusive() };
-                })
-            };
-            while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
-                std::thread::yield_now();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2)); // let it fall asleep
-            let before = seq(&l);
-            // SAFETY: locked exclusively above.
-            unsafe { l.unlock_exclusive() };
-            assert_ne!(seq(&l), before, "the sleeping writer is woken");
-            t.join().unwrap();
-            // Had it kept the mark, its own release would have skipped its clean-up.
-            assert_eq!(l.state.load(Ordering::Relaxed), 0, "{l:?}");
-        }
-    }
-
-    #[test]
-    fn readers_enter_past_sleeping_writers_but_not_past_a_draining_one() {
-        let l = RawRwLock::new();
-        l.state.fetch_or(WRITERS_WAITING, Ordering::Relaxed);
-        assert!(
-            l.try_lock_shared(),
-            "writers that only queue keep no reader out"
-        );
-        // SAFETY: read-locked just above.
-        unsafe { l.unlock_shared() };
-        l.state.store(WRITERS_WAITING | DRAIN, Ordering::Relaxed);
-        assert!(!l.try_lock_shared());
-        assert!(!l.try_lock_upgradable());
-        assert!(
-            l.try_lock_shared_recursive(),
-            "a recursive read only waits for a holder"
-        );
-        // SAFETY: read-locked just above. (The release finds no writer asleep to wake, so it
-        // clears both bits.)
-        unsafe { l.unlock_shared() };
-        assert_eq!(l.state.load(Ordering::Relaxed), 0);
-    }
-
-    #[test]
-    fn a_writer_kept_out_by_readers_drains_them_and_one_kept_out_by_a_writer_does_not() {
-        let l = std::sync::Arc::new(RawRwLock::new());
-        for reader_holds in [true, false] {
-            if reader_holds {
-                l.lock_shared();
-            } else {
-                l.lock_exclusive();
-            }
-            let t = {
-                let l = l.clone();
-                std::thread::spawn(move || {
-                    l.lock_exclusive();
-                    let s = l.state.load(Ordering::Relaxed);
-                    // SAFETY: locked exclusively just above.
-                    unsafe { l.unlock_exclusive() };
-                    s
-                })
-            };
-            while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
-                std::thread::yield_now();
-            }
-            let s = l.state.load(Ordering::Relaxed);
-            assert_eq!(s & DRAIN != 0, reader_holds, "{l:?}");
-            // SAFETY: taken at the top of this iteration.
-            unsafe {
-                if reader_holds {
-                    l.unlock_shared();
-                } else {
-                    l.unlock_exclusive();
-                }
-            }
-            let inside = t.join().unwrap();
-            assert_eq!(
-                inside & DRAIN,
-                0,
-                "the writer that takes the lock clears DRAIN"
-            );
-            assert_eq!(l.state.load(Ordering::Relaxed) & !TURN_MASK, 0, "{l:?}");
-        }
-    }
-}
+mod tests;

@@ -1,4 +1,5 @@
-//! A reader-biased rwlock whose readers do not share a cache line (BRAVO-style visible readers).
+//! The protocol of [`RawBiasedRwLock`], a reader-biased rwlock whose readers do not share a
+//! cache line (BRAVO-style visible readers).
 //!
 //! # Design
 //!
@@ -34,17 +35,12 @@
 //!   and, when readers share the lock, what they wait while the bias is paused: the writer
 //!   times that too, from its revocation to its unlock;
 //! - writers that also read count their reads between two writes, which on average is the
-//!   read:write ratio: the bias pays if those reads save more than a revocation costs. Two
-//!   threads on the 2-core VM, against the same lock with the bias forced on and forced off,
-//!   in two phases of the VM (a cross-core hand-off of ~25 ns and of ~200 ns): at 5% and 10%
-//!   writes the bias kept on measured 2.3x and 1.35x the bias off in the first phase, 0.6x and
-//!   0.35x in the second, where the pause readers wait through averaged ~360 ns against
-//!   ~125 ns. Counting that wait, the verdict followed: 53-67 and 31-41 Mops/s in the first phase (forced on: 70-73 and
-//!   39-43, off: 28-30), 36-40 and 37-42 in the second (on: 21-25 and 12-18, off: 37-41).
-//!   Without it the bias stayed on in the second phase, at 0.55x the plain lock. The pause
-//!   includes the writer's own critical section, which readers would wait out with any
-//!   rwlock: with long write sections the bias turns off sooner than it has to, and the lock
-//!   then behaves as the plain one (the safe side of the verdict);
+//!   read:write ratio: the bias pays if those reads save more than a revocation costs. Where
+//!   cross-core hand-offs are slow, the pause readers wait through outweighs what the bias
+//!   saves them, and without counting it the bias stayed on where it lost to the plain lock.
+//!   The pause includes the writer's own critical section, which readers would wait out with
+//!   any rwlock: with long write sections the bias turns off sooner than it has to, and the
+//!   lock then behaves as the plain one (the safe side of the verdict);
 //! - for writers that do not read, the ratio is unknown: the bias pays if readers share the
 //!   lock and it lives at least twice as long as a revocation takes.
 //!
@@ -59,20 +55,12 @@
 //! reader to scan for, and turns the bias on in its turn. A reader that has waited 1 µs looks
 //! whether writers queue; if so it stops waiting and takes the underlying lock, which lets it in
 //! between two writers (under a stream of writers the bias went from writer to writer, and every
-//! read waited out its whole budget for it). Measured, one reader against 127 looping writers:
-//! three interleaved runs went from 18, 424k and 508k reads a second to 1.8–2.2M. (Most of the
-//! bad runs left, 38 reads a second in one, came from the bench keeping the writers' counter on
-//! the plain lock's line but three lines away from this lock's word, and from the underlying
-//! lock waking too many writers; both are fixed. Under that stream the bias goes off after 16
-//! revocations and stays off, and the reader does as many reads per second of its own CPU time
-//! as the plain lock's reader: 0.95–0.98 at 8–128 threads and 0.86 at 2, medians of six
-//! interleaved runs, and 1.00 at 2 in eight later ones; how much CPU it gets among the writers
-//! varies more, for both locks.) When
-//! the bias stops paying it is set `OFF` and stays off for a back-off window, `2 x` the
-//! revocation time doubled for each unpaid revocation in a row (up to `2^10`; with `2^14`, this
-//! lock's lead over the plain one in `read-write`, where the bias pays at times, shrank from
-//! 3–10% to 1–2%, medians of five runs): as writes get frequent the bias fades out and the lock
-//! behaves as the plain [`RawRwLock`] plus a few predictable loads. A reader on the slow path
+//! read waited out its whole budget for it; `scalelock bench --workload reader-tail` measures
+//! that cell). Under such a stream the bias goes off after a few revocations and stays off.
+//! When the bias stops paying it is set `OFF` and stays off for a back-off window, `2 x` the
+//! revocation time doubled for each unpaid revocation in a row (up to `2^10`: a longer cap cost
+//! `read-write`, where the bias pays at times): as writes get frequent the bias fades out and
+//! the lock behaves as the plain [`RawRwLock`] plus a few predictable loads. A reader on the slow path
 //! turns the bias back on once the window has passed (it looks at the clock once every 256 slow
 //! reads), or at once if it finds it `PAUSED` with no writer left to turn it on.
 //!
@@ -87,15 +75,10 @@
 //! would cost an unbiased reader a second coherence miss for its look at the bias, and a
 //! revoking writer's bookkeeping stores would pull the bias line from the readers waiting for
 //! it. The data shares the lock word's line because with the bias off (frequent writes) a
-//! reader or writer then moves one line, as with [`RwLock`](crate::RwLock), not two: with the
-//! data on a line of its own, `BiasedRwLock<u64>` ran 0.53-0.6x `RwLock<u64>` at 25% writes on
-//! two threads, in the VM phase where cross-core hand-offs are slow (`RwLock` itself, given a
-//! separate data line, ran 0.6x); with it (and the verdict below that counts the readers'
-//! wait), 0.88-1.01x in eight interleaved runs over both phases, and 0.73-1.00x (median 0.91)
-//! in eight more in the phase where `RwLock` runs fastest, as with the bias forced off. The
-//! rest is the bias's own work on each operation (a few loads and thread-local counts: about
-//! 1.4 ns an operation at one thread and 25% writes); doing it before the lock word's
-//! compare-exchange instead of inside the read section did not change the contended figure.
+//! reader or writer then moves one line, as with [`RwLock`](crate::RwLock), not two (with the
+//! data on a line of its own, frequent writes ran well behind `RwLock`, and so did `RwLock`
+//! itself given a separate data line). The rest is the bias's own work on each operation (a few
+//! loads and thread-local counts).
 //!
 //! # State
 //!
@@ -162,53 +145,30 @@
 //! underlying lock (bias off) is the classic deadlock behind a waiting writer, and debug builds
 //! panic on it as [`RwLock`](crate::RwLock) does: nest with `read_recursive`.
 
+use super::held;
+use super::payoff::{self, ewma, MAX_READS_SAMPLE, MAX_SHARE_SAMPLE, READS_SHIFT, SHARE_SHIFT};
+use super::table::{self, SLOTS};
 use crate::rwlock::RawRwLock;
-use crate::stats;
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Spinner};
-use core::cell::Cell;
+use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Subject, Waiter};
 
-/// Slots per row of the visible-readers table.
-const SLOTS: usize = if cfg!(loom) { 2 } else { 16 };
 /// Slots a reader tries in its row before it takes the slow path.
 const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
 /// Deferred read locks one thread can hold at once (more take the slow path).
-const HELD: usize = 8;
+pub(super) const HELD: usize = 8;
 /// A back-off window is this many times the average revocation cost, times `2^backoff`.
 const INHIBIT_FACTOR: u64 = 2;
-/// For writers that do not read: the bias pays while it lives, on average, at least this many
-/// revocation costs (and readers share the lock).
-const PAYOFF_FACTOR: u64 = 2;
-/// `revoke_share` is a fraction in units of `2^-SHARE_SHIFT`.
-const SHARE_SHIFT: u32 = 16;
-/// `revoke_share` and `reader_found` average over about `2^SHARE_EWMA_SHIFT` revocations.
-const SHARE_EWMA_SHIFT: u32 = 3;
-/// The largest time share one timed revocation counts for (one half).
-const MAX_SHARE_SAMPLE: u64 = 1 << (SHARE_SHIFT - 1);
-/// Revocations find a reader inside less than once in this many: readers do not share the lock.
-const MIN_FOUND_ONE_IN: u64 = 16;
-/// What a read saves with the bias on, in ns, while readers on several CPUs share the lock: the
-/// underlying lock's line would move between their caches on every read (a transfer costs
-/// 50-100 ns; deferred reads measured 8 ns against 57 ns for the plain lock at 2 threads).
-const SAVED_NS_SHARED: u64 = 32;
-/// What a read saves with the bias on, in ns, for a lone reader: an uncontended atomic
-/// read-modify-write of the lock word against one of the reader's own row.
-const SAVED_NS_LONE: u64 = 2;
-/// `reads_per_write` is a count in units of `2^-READS_SHIFT`.
-const READS_SHIFT: u32 = 4;
-/// The largest count of reads one write counts for.
-const MAX_READS_SAMPLE: u32 = 1 << 16;
 /// One revocation in this many is timed (two clock reads, and one at the unlock before it).
 const TIME_EVERY: u32 = if cfg!(loom) { 1 } else { 8 };
 /// The largest back-off exponent: the bias stays off at most `2^10 x 2 x` the revocation cost.
 const MAX_BACKOFF: u32 = 10;
 /// Slow-path reads between two looks at the clock (to re-enable the bias).
-const CLOCK_EVERY: u32 = 256;
+pub(super) const CLOCK_EVERY: u32 = 256;
 /// A reader that waits for a paused bias records how the wait went (for the learned wait) in
 /// one case in this many: the learned wait lives in the bias's cache line, which every deferred
 /// reader reads, and a store there after every wait would take that line from all of them (and
 /// from the writer, whose next read would miss it) once per write and waiting reader.
-const REBIAS_RECORD_EVERY: u32 = 16;
+pub(super) const REBIAS_RECORD_EVERY: u32 = 16;
 
 /// `rbias`: readers may enter through the visible-readers table.
 const BIASED: u32 = 1;
@@ -319,9 +279,7 @@ struct Book {
 /// The underlying [`RawRwLock`] and the writers' learned wait for deferred readers (20 bytes).
 /// Last in the lock, so that the data of a [`BiasedRwLock`](crate::BiasedRwLock) (lock_api puts
 /// it right after the raw lock) shares the lock word's cache line, as a [`RwLock`]'s does: with
-/// the bias off (frequent writes), a reader or writer then moves one line, not two. With the
-/// data on a line of its own, `BiasedRwLock<u64>` ran 0.6x `RwLock<u64>` at 25% writes on two
-/// threads (and `RwLock` with its data on a separate line, 0.6x too).
+/// the bias off (frequent writes), a reader or writer then moves one line, not two.
 #[repr(C)]
 struct LockWord {
     lock: RawRwLock,
@@ -453,28 +411,22 @@ impl RawBiasedRwLock {
         let record = held::sample_bias_wait();
         // The learned wait, without the wake-up latency floor of a lock's spin: giving up here
         // means taking the underlying lock, not sleeping.
-        let mut spinner = Spinner::polling(self.rebias_spin.fallback_budget());
+        let mut w = Waiter::for_fallback(&self.rebias_spin, record);
         let mut queue_checked = false;
-        while spinner.spin() {
+        while w.spin(true) {
             if self.rbias.load(Ordering::Relaxed) == BIASED {
-                if record {
-                    self.rebias_spin.record(true, spinner.spent_ns());
-                }
+                w.acquired(false);
                 return self.try_deferred();
             }
             // See QUEUE_CHECK_NS.
-            if !queue_checked && spinner.spent_ns() >= QUEUE_CHECK_NS {
+            if !queue_checked && w.spun_ns() >= QUEUE_CHECK_NS {
                 queue_checked = true;
                 if self.lock.writers_waiting() {
-                    break;
+                    return w.gave_up();
                 }
             }
         }
-        if record {
-            self.rebias_spin.record(false, 0);
-        }
-
-        false
+        w.gave_up()
     }
 
     /// Takes a read lock if that needs no waiting.
@@ -1107,62 +1059,33 @@ impl RawBiasedRwLock {
         true
     }
 
-    /// Whether the bias pays for its revocations; called by each revoking writer, with whether
-    /// it found a deferred reader inside and how many reads (of biased locks, by this thread)
-    /// it did since its last write.
-    ///
-    /// The bias saves each read a coherence miss on the lock word, if readers on several CPUs
-    /// share the lock (revocations find one inside, on average at least once in 16), or a few
-    /// nanoseconds for a lone reader; each revocation costs the writer a scan, and readers that
-    /// share the lock wait while the bias is paused (`pause_ns`). Writers that also read (their reads between two writes estimate the
-    /// read:write ratio, on average) compare the two directly: the bias pays if the reads
-    /// between two writes save more than a revocation costs. For writers that do not read,
-    /// that ratio is unknown: the bias pays if readers share the lock and revocations take at
-    /// most a third of the time, on average (the bias lives at least twice as long as a
-    /// revocation takes). Averages, not this one revocation: with several writers, the gaps
-    /// between revocations alternate short and long with their relative phase, and a verdict
-    /// per revocation would flip the bias on and off with it.
+    /// Whether the bias pays for its revocations (see `payoff`); called by each revoking
+    /// writer, with whether it found a deferred reader inside and how many reads (of biased
+    /// locks, by this thread) it did since its last write. Moves the averages by this
+    /// revocation's samples first.
     fn bias_pays(&self, found: bool, reads: u32) -> bool {
         if cfg!(loom) {
             // The verdict is a heuristic; either must be safe. Alternate, so that models with
             // two revocations explore both (PAUSED and handed over, and OFF with a back-off).
             return self.book.revocations.load(Ordering::Relaxed) % 2 == 1;
         }
-        let one = 1u64 << SHARE_SHIFT;
-        let shared = ewma(&self.book.reader_found, u64::from(found) << SHARE_SHIFT)
-            >= one / MIN_FOUND_ONE_IN;
-        let reading = ewma(
-            &self.book.reading_writers,
-            u64::from(reads > 0) << SHARE_SHIFT,
-        );
+        let book = &self.book;
         let reads_per_write = if reads > 0 {
             ewma(
-                &self.book.reads_per_write,
+                &book.reads_per_write,
                 u64::from(reads.min(MAX_READS_SAMPLE)) << READS_SHIFT,
             )
         } else {
-            u64::from(self.book.reads_per_write.load(Ordering::Relaxed))
+            u64::from(book.reads_per_write.load(Ordering::Relaxed))
         };
-        let cost = u64::from(self.book.cost_ns.load(Ordering::Relaxed));
-        if reading >= one / 2 {
-            // Readers that share the lock and find the bias paused wait until the writer
-            // unlocks: that wait is part of what a revocation costs them.
-            let cost = if shared {
-                cost + u64::from(self.book.pause_ns.load(Ordering::Relaxed))
-            } else {
-                cost
-            };
-            let saved = if shared {
-                SAVED_NS_SHARED
-            } else {
-                SAVED_NS_LONE
-            };
-            (reads_per_write * saved) >> READS_SHIFT >= cost
-        } else {
-            shared
-                && u64::from(self.book.revoke_share.load(Ordering::Relaxed)) * (PAYOFF_FACTOR + 1)
-                    <= one
-        }
+        payoff::pays(&payoff::Averages {
+            reader_found: ewma(&book.reader_found, u64::from(found) << SHARE_SHIFT),
+            reading_writers: ewma(&book.reading_writers, u64::from(reads > 0) << SHARE_SHIFT),
+            reads_per_write,
+            cost_ns: u64::from(book.cost_ns.load(Ordering::Relaxed)),
+            pause_ns: u64::from(book.pause_ns.load(Ordering::Relaxed)),
+            revoke_share: u64::from(book.revoke_share.load(Ordering::Relaxed)),
+        })
     }
 
     /// Waits until `slot` no longer names this lock: spins, then naps on `drain`. Readers that
@@ -1174,41 +1097,27 @@ impl RawBiasedRwLock {
     fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
         // Deferred readers leave after a read section: spin about as long as that has been
         // paying on this lock, then nap.
-        let mut spinner = Spinner::polling(self.lock.spin.budget());
-        let mut rec = stats::Recorder::begin(); // lockstat: a writer waits for readers to drain
-        let mut learned = false;
+        let mut w = Waiter::polling(&self.lock.spin, deadline, Subject::Drain(self.stats_key()));
         let mut nap_ns = NAP_MIN_NS;
         loop {
             if slot.load(Ordering::Acquire) != key {
-                if !learned && spinner.has_spun() {
-                    self.lock.spin.record(true, spinner.spent_ns());
-                }
-                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
+                return w.acquired(false);
             }
-            if let Some(d) = deadline {
-                if d.has_passed() {
-                    return rec.done_waited(self.stats_key(), false, spinner.spent_ns());
-                }
+            if w.timed_out() {
+                return w.gave_up();
             }
-            if spinner.spin() {
+            if w.spin(true) {
                 continue;
-            }
-            if !learned && spinner.has_spun() {
-                self.lock.spin.record(false, 0);
-                learned = true;
             }
             let d = self.drain.fetch_or(DRAIN_SLEEPING, Ordering::Acquire) | DRAIN_SLEEPING;
             if slot.load(Ordering::Acquire) != key {
-                return rec.done_waited(self.stats_key(), true, spinner.spent_ns());
+                return w.acquired(false);
             }
-            let nap = Deadline::after(core::time::Duration::from_nanos(nap_ns));
-            let until = match deadline {
-                Some(d) if earlier(d, &nap) => d,
-                _ => &nap,
-            };
-            rec.sleep();
-
-            futex::wait(&self.drain, d, Some(until));
+            w.nap(
+                &self.drain,
+                d,
+                &Deadline::after(core::time::Duration::from_nanos(nap_ns)),
+            );
             nap_ns = (nap_ns * 2).min(NAP_MAX_NS);
             // Under loom a timed wait returns at once: let the reader run.
             #[cfg(loom)]
@@ -1221,21 +1130,6 @@ impl RawBiasedRwLock {
 #[inline]
 fn is_timed(n: u32) -> bool {
     n % TIME_EVERY == 0
-}
-
-/// Moves the moving average in `avg` (units of `2^-SHARE_SHIFT`, written only under the write
-/// lock) one step towards `sample`; returns the new average.
-fn ewma(avg: &AtomicU32, sample: u64) -> u64 {
-    let a = avg.load(Ordering::Relaxed) as u64;
-    let a = a - (a >> SHARE_EWMA_SHIFT) + (sample >> SHARE_EWMA_SHIFT);
-    avg.store(a as u32, Ordering::Relaxed);
-    a
-}
-
-/// Whether deadline `a` comes before `b` (different clocks: assume not).
-fn earlier(a: &Deadline, b: &Deadline) -> bool {
-    let (ta, tb) = (a.as_timespec(), b.as_timespec());
-    a.clock() == b.clock() && (ta.tv_sec, ta.tv_nsec) < (tb.tv_sec, tb.tv_nsec)
 }
 
 /// Under loom, SeqCst accesses are modelled as AcqRel only; a SeqCst fence restores the
@@ -1262,514 +1156,3 @@ impl core::fmt::Debug for RawBiasedRwLock {
             .finish()
     }
 }
-
-/// The process-wide visible-readers table: one 128-byte row of slots per CPU.
-#[cfg(not(loom))]
-mod table {
-    use super::SLOTS;
-    use core::sync::atomic::{AtomicUsize, Ordering};
-
-    /// Rows in the static table; CPUs beyond it share rows (correct, only slower).
-    const MAX_ROWS: usize = 256;
-
-    #[repr(align(128))]
-    struct Row([AtomicUsize; SLOTS]);
-
-    static TABLE: [Row; MAX_ROWS] =
-        [const { Row([const { AtomicUsize::new(0) }; SLOTS]) }; MAX_ROWS];
-    static ROWS: AtomicUsize = AtomicUsize::new(0);
-
-    /// Rows in use: one per configured CPU (at most the table's size).
-    #[inline]
-    pub(super) fn rows() -> usize {
-        let n = ROWS.load(Ordering::Relaxed);
-        if n != 0 {
-            n
-        } else {
-            count_rows()
-        }
-    }
-
-    #[cold]
-    fn count_rows() -> usize {
-        // SAFETY: sysconf has no preconditions.
-        let cpus = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-        let n = (cpus.max(1) as usize).min(MAX_ROWS);
-        ROWS.store(n, Ordering::Relaxed);
-        n
-    }
-
-    /// The row of the CPU this thread runs on (a hint: after a migration two threads may share
-    /// a row for a moment, which is correct, only slower).
-    #[inline]
-    pub(super) fn my_row() -> usize {
-        (crate::cpu::current() as usize) % rows()
-    }
-
-    #[inline]
-    pub(super) fn slot(id: usize) -> &'static AtomicUsize {
-        &TABLE[id / SLOTS].0[id % SLOTS]
-    }
-}
-
-/// The loom model of the table: two rows, a row per thread chosen round-robin.
-#[cfg(loom)]
-mod table {
-    use super::SLOTS;
-    use crate::sync::{AtomicUsize, Ordering};
-
-    const ROWS: usize = 2;
-
-    loom::lazy_static! {
-        static ref TABLE: Vec<AtomicUsize> =
-            (0..ROWS * SLOTS).map(|_| AtomicUsize::new(0)).collect();
-        static ref NEXT_ROW: AtomicUsize = AtomicUsize::new(0);
-    }
-
-    loom::thread_local! {
-        static ROW: core::cell::Cell<usize> = core::cell::Cell::new(usize::MAX);
-    }
-
-    pub(super) fn rows() -> usize {
-        ROWS
-    }
-
-    pub(super) fn my_row() -> usize {
-        ROW.with(|r| {
-            if r.get() == usize::MAX {
-                r.set(NEXT_ROW.fetch_add(1, Ordering::Relaxed) % ROWS);
-            }
-            r.get()
-        })
-    }
-
-    pub(super) fn slot(id: usize) -> &'static AtomicUsize {
-        &TABLE[id]
-    }
-}
-
-/// Per-thread record of the deferred read locks a thread holds: which lock, which slot, and how
-/// many nested reads share that slot. Fixed size, no destructor, no allocation.
-mod held {
-    use super::{Cell, CLOCK_EVERY, HELD, REBIAS_RECORD_EVERY};
-
-    pub(super) struct Held {
-        key: [Cell<usize>; HELD],
-        slot: [Cell<usize>; HELD],
-        depth: [Cell<u32>; HELD],
-        /// Entries in use: lets the common cases (none held) skip the scan.
-        used: Cell<u32>,
-        /// Slow-path reads (for `clock_due`).
-        clock: Cell<u32>,
-        /// Waits for a paused bias (for `sample_bias_wait`).
-        bias_waits: Cell<u32>,
-        /// Reads of biased locks (deferred or not, not nested) since this thread last took a
-        /// biased lock's write lock.
-        reads: Cell<u32>,
-    }
-
-    impl Held {
-        const fn new() -> Held {
-            Held {
-                key: [const { Cell::new(0) }; HELD],
-                slot: [const { Cell::new(0) }; HELD],
-                depth: [const { Cell::new(0) }; HELD],
-                used: Cell::new(0),
-                clock: Cell::new(0),
-                bias_waits: Cell::new(0),
-                reads: Cell::new(0),
-            }
-        }
-    }
-
-    #[cfg(not(loom))]
-    thread_local! {
-        static HELD_LOCKS: Held = const { Held::new() };
-    }
-
-    #[cfg(loom)]
-    loom::thread_local! {
-        static HELD_LOCKS: Held = Held::new();
-    }
-
-    #[cfg(not(loom))]
-    #[inline]
-    fn with<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
-        HELD_LOCKS.try_with(f).ok()
-    }
-
-    #[cfg(loom)]
-    fn with<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
-        Some(HELD_LOCKS.with(f))
-    }
-
-    pub(super) enum Nest {
-        /// This thread already holds a deferred read lock on the lock: nested into it.
-        Nested,
-        /// No room to record another deferred read lock (or thread-locals are gone).
-        Full,
-        /// Not held; this entry is free to record it.
-        Free(usize),
-    }
-
-    /// Whether this thread holds a deferred read lock (on any lock). True if the thread-locals
-    /// are gone, so that `nest` then says `Full` (a read it could not record must not be
-    /// deferred).
-    #[inline]
-    pub(super) fn holds_any() -> bool {
-        with(|h| h.used.get() != 0).unwrap_or(true)
-    }
-
-    /// Nests into a deferred read lock this thread holds on `key`, or says whether a new one
-    /// could be recorded.
-    #[inline]
-    pub(super) fn nest(key: usize) -> Nest {
-        with(|h| {
-            if h.used.get() == 0 {
-                return Nest::Free(0);
-            }
-            let mut free = None;
-            for i in 0..HELD {
-                let k = h.key[i].get();
-                if k == key {
-                    h.depth[i].set(h.depth[i].get() + 1);
-                    return Nest::Nested;
-                }
-                if k == 0 && free.is_none() {
-                    free = Some(i);
-                }
-            }
-            free.map_or(Nest::Full, Nest::Free)
-        })
-        .unwrap_or(Nest::Full)
-    }
-
-    /// Records a new deferred read lock on `key` in slot `slot`, in the free `entry` that
-    /// `nest` found.
-    #[inline]
-    pub(super) fn record(entry: usize, key: usize, slot: usize) {
-        with(|h| {
-            h.key[entry].set(key);
-            h.slot[entry].set(slot);
-            h.depth[entry].set(1);
-            h.used.set(h.used.get() + 1);
-            h.reads.set(h.reads.get().saturating_add(1));
-        });
-    }
-
-    /// The reads of biased locks this thread has done since the last call (any lock): called
-    /// as it takes a write lock.
-    #[inline]
-    pub(super) fn take_reads() -> u32 {
-        with(|h| h.reads.replace(0)).unwrap_or(0)
-    }
-
-    /// Releases one deferred read lock on `key`: `Some(Some(slot))` when the slot is to be
-    /// cleared, `Some(None)` when a nested read was released, `None` when this thread holds no
-    /// deferred read lock on `key` (its read lock is on the underlying lock).
-    #[inline]
-    pub(super) fn release(key: usize) -> Option<Option<usize>> {
-        with(|h| {
-            if h.used.get() == 0 {
-                return None;
-            }
-            let i = (0..HELD).find(|&i| h.key[i].get() == key)?;
-            let depth = h.depth[i].get() - 1;
-            h.depth[i].set(depth);
-            if depth == 0 {
-                h.key[i].set(0);
-                h.used.set(h.used.get() - 1);
-                Some(Some(h.slot[i].get()))
-            } else {
-                Some(None)
-            }
-        })
-        .flatten()
-    }
-
-    /// Counts a wait for a paused bias; true once every `REBIAS_RECORD_EVERY` calls on this
-    /// thread (always under loom): the waits that are recorded.
-    #[inline]
-    pub(super) fn sample_bias_wait() -> bool {
-        with(|h| one_in(&h.bias_waits, REBIAS_RECORD_EVERY)).unwrap_or(false)
-    }
-
-    /// Counts a read through the underlying lock; true once every `CLOCK_EVERY` calls on this
-    /// thread (always under loom), so the slow read path reads the clock rarely.
-    #[inline]
-    pub(super) fn slow_read() -> bool {
-        with(|h| {
-            h.reads.set(h.reads.get().saturating_add(1));
-            one_in(&h.clock, CLOCK_EVERY)
-        })
-        .unwrap_or(false)
-    }
-
-    /// Counts one more event on `count`; true for one in `n` (for every one under loom, so that
-    /// the models explore the sampled path).
-    #[inline]
-    fn one_in(count: &Cell<u32>, n: u32) -> bool {
-        let c = count.get().wrapping_add(1);
-        count.set(c);
-        cfg!(loom) || c % n == 0
-    }
-}
-
-#[cfg(not(loom))]
-mod api {
-    use super::RawBiasedRwLock;
-    use crate::wait::Deadline;
-    use std::time::{Duration, Instant};
-
-    // SAFETY: a writer holds the underlying write lock (excluding slow-path readers, upgradable
-    // readers and writers) and has revoked the bias and seen every slot naming this lock empty
-    // after the revocation, so no deferred reader is inside (the Dekker pair in the module docs);
-    // deferred readers enter only while the bias is on, which only the underlying read lock's
-    // holders turn on. Guards are not Send: the per-thread record of deferred read locks must be
-    // released by the thread that took them.
-    unsafe impl lock_api::RawRwLock for RawBiasedRwLock {
-        #[allow(clippy::declare_interior_mutable_const)]
-        const INIT: RawBiasedRwLock = RawBiasedRwLock::new();
-        type GuardMarker = lock_api::GuardNoSend;
-
-        #[inline]
-        fn lock_shared(&self) {
-            RawBiasedRwLock::lock_shared(self)
-        }
-
-        #[inline]
-        fn try_lock_shared(&self) -> bool {
-            RawBiasedRwLock::try_lock_shared(self)
-        }
-
-        #[inline]
-        unsafe fn unlock_shared(&self) {
-            // SAFETY: lock_api's contract: the caller holds a read lock (taken on this thread).
-            unsafe { RawBiasedRwLock::unlock_shared(self) }
-        }
-
-        #[inline]
-        fn lock_exclusive(&self) {
-            RawBiasedRwLock::lock_exclusive(self)
-        }
-
-        #[inline]
-        fn try_lock_exclusive(&self) -> bool {
-            RawBiasedRwLock::try_lock_exclusive(self)
-        }
-
-        #[inline]
-        unsafe fn unlock_exclusive(&self) {
-            // SAFETY: lock_api's contract: the caller holds the write lock.
-            unsafe { RawBiasedRwLock::unlock_exclusive(self) }
-        }
-
-        #[inline]
-        fn is_locked(&self) -> bool {
-            RawBiasedRwLock::is_locked(self)
-        }
-
-        #[inline]
-        fn is_locked_exclusive(&self) -> bool {
-            RawBiasedRwLock::is_locked_exclusive(self)
-        }
-    }
-
-    // SAFETY: the write lock becomes a read lock on the underlying lock in one atomic step.
-    unsafe impl lock_api::RawRwLockDowngrade for RawBiasedRwLock {
-        #[inline]
-        unsafe fn downgrade(&self) {
-            // SAFETY: lock_api's contract: the caller holds the write lock.
-            unsafe { RawBiasedRwLock::downgrade(self) }
-        }
-    }
-
-    // SAFETY: the timed paths use the same transitions; a timed-out revocation restores the bias
-    // and releases the underlying write lock without entering.
-    unsafe impl lock_api::RawRwLockTimed for RawBiasedRwLock {
-        type Duration = Duration;
-        type Instant = Instant;
-
-        #[inline]
-        fn try_lock_shared_for(&self, timeout: Duration) -> bool {
-            RawBiasedRwLock::try_lock_shared_until(self, &Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_shared_until(&self, timeout: Instant) -> bool {
-            RawBiasedRwLock::try_lock_shared_until(self, &Deadline::at(timeout))
-        }
-
-        #[inline]
-        fn try_lock_exclusive_for(&self, timeout: Duration) -> bool {
-            RawBiasedRwLock::try_lock_exclusive_until(self, &Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_exclusive_until(&self, timeout: Instant) -> bool {
-            RawBiasedRwLock::try_lock_exclusive_until(self, &Deadline::at(timeout))
-        }
-    }
-
-    // SAFETY: recursive reads are deferred reads or recursive reads of the underlying lock.
-    unsafe impl lock_api::RawRwLockRecursive for RawBiasedRwLock {
-        #[inline]
-        fn lock_shared_recursive(&self) {
-            RawBiasedRwLock::lock_shared_recursive(self)
-        }
-
-        #[inline]
-        fn try_lock_shared_recursive(&self) -> bool {
-            RawBiasedRwLock::try_lock_shared_recursive(self)
-        }
-    }
-
-    // SAFETY: as RawRwLockRecursive, with a deadline.
-    unsafe impl lock_api::RawRwLockRecursiveTimed for RawBiasedRwLock {
-        #[inline]
-        fn try_lock_shared_recursive_for(&self, timeout: Duration) -> bool {
-            RawBiasedRwLock::try_lock_shared_recursive_until(self, &Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_shared_recursive_until(&self, timeout: Instant) -> bool {
-            RawBiasedRwLock::try_lock_shared_recursive_until(self, &Deadline::at(timeout))
-        }
-    }
-
-    // SAFETY: upgradable locks are the underlying lock's; an upgrade revokes the bias and waits
-    // for deferred readers exactly like a writer.
-    unsafe impl lock_api::RawRwLockUpgrade for RawBiasedRwLock {
-        #[inline]
-        fn lock_upgradable(&self) {
-            RawBiasedRwLock::lock_upgradable(self)
-        }
-
-        #[inline]
-        fn try_lock_upgradable(&self) -> bool {
-            RawBiasedRwLock::try_lock_upgradable(self)
-        }
-
-        #[inline]
-        unsafe fn unlock_upgradable(&self) {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawBiasedRwLock::unlock_upgradable(self) }
-        }
-
-        #[inline]
-        unsafe fn upgrade(&self) {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawBiasedRwLock::upgrade(self) }
-        }
-
-        #[inline]
-        unsafe fn try_upgrade(&self) -> bool {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawBiasedRwLock::try_upgrade(self) }
-        }
-    }
-
-    // SAFETY: both downgrades are single atomic steps on the underlying lock.
-    unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawBiasedRwLock {
-        #[inline]
-        unsafe fn downgrade_upgradable(&self) {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawBiasedRwLock::downgrade_upgradable(self) }
-        }
-
-        #[inline]
-        unsafe fn downgrade_to_upgradable(&self) {
-            // SAFETY: lock_api's contract: the caller holds the write lock.
-            unsafe { RawBiasedRwLock::downgrade_to_upgradable(self) }
-        }
-    }
-
-    // SAFETY: as RawRwLockUpgrade, with a deadline; a timed-out upgrade keeps the upgradable lock.
-    unsafe impl lock_api::RawRwLockUpgradeTimed for RawBiasedRwLock {
-        #[inline]
-        fn try_lock_upgradable_for(&self, timeout: Duration) -> bool {
-            RawBiasedRwLock::try_lock_upgradable_until(self, &Deadline::after(timeout))
-        }
-
-        #[inline]
-        fn try_lock_upgradable_until(&self, timeout: Instant) -> bool {
-            RawBiasedRwLock::try_lock_upgradable_until(self, &Deadline::at(timeout))
-        }
-
-        #[inline]
-        unsafe fn try_upgrade_for(&self, timeout: Duration) -> bool {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawBiasedRwLock::try_upgrade_until(self, &Deadline::after(timeout)) }
-        }
-
-        #[inline]
-        unsafe fn try_upgrade_until(&self, timeout: Instant) -> bool {
-            // SAFETY: lock_api's contract: the caller holds an upgradable lock.
-            unsafe { RawBiasedRwLock::try_upgrade_until(self, &Deadline::at(timeout)) }
-        }
-    }
-}
-
-/// The guard of a read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
-///
-/// ```
-/// let lock = scalelock::BiasedRwLock::new(1);
-/// let a: scalelock::BiasedRwLockReadGuard<'_, i32> = lock.read();
-/// let b = lock.read(); // nested reads share this thread's slot
-/// assert_eq!(*a + *b, 2);
-/// ```
-#[cfg(not(loom))]
-pub type BiasedRwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawBiasedRwLock, T>;
-
-/// The guard of the write lock on a [`BiasedRwLock`](crate::BiasedRwLock).
-///
-/// ```
-/// let lock = scalelock::BiasedRwLock::new(1);
-/// let mut w: scalelock::BiasedRwLockWriteGuard<'_, i32> = lock.write();
-/// *w += 1;
-/// let r = scalelock::BiasedRwLockWriteGuard::downgrade(w);
-/// assert_eq!(*r, 2);
-/// ```
-#[cfg(not(loom))]
-pub type BiasedRwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawBiasedRwLock, T>;
-
-/// The guard of an upgradable read lock on a [`BiasedRwLock`](crate::BiasedRwLock).
-///
-/// ```
-/// use scalelock::{BiasedRwLock, BiasedRwLockUpgradableReadGuard};
-///
-/// let lock = BiasedRwLock::new(1);
-/// let u = lock.upgradable_read();
-/// assert_eq!(*lock.read(), 1); // readers still enter
-/// let mut w = BiasedRwLockUpgradableReadGuard::upgrade(u);
-/// *w = 2;
-/// ```
-#[cfg(not(loom))]
-pub type BiasedRwLockUpgradableReadGuard<'a, T> =
-    lock_api::RwLockUpgradableReadGuard<'a, RawBiasedRwLock, T>;
-
-/// A [`BiasedRwLockReadGuard`] mapped to a part of the protected data.
-///
-/// ```
-/// use scalelock::{BiasedRwLock, BiasedRwLockReadGuard};
-///
-/// let lock = BiasedRwLock::new((1, 2));
-/// let second = BiasedRwLockReadGuard::map(lock.read(), |p| &p.1);
-/// assert_eq!(*second, 2);
-/// ```
-#[cfg(not(loom))]
-pub type MappedBiasedRwLockReadGuard<'a, T> =
-    lock_api::MappedRwLockReadGuard<'a, RawBiasedRwLock, T>;
-
-/// A [`BiasedRwLockWriteGuard`] mapped to a part of the protected data.
-///
-/// ```
-/// use scalelock::{BiasedRwLock, BiasedRwLockWriteGuard};
-///
-/// let lock = BiasedRwLock::new((1, 2));
-/// *BiasedRwLockWriteGuard::map(lock.write(), |p| &mut p.0) = 5;
-/// assert_eq!(*lock.read(), (5, 2));
-/// ```
-#[cfg(not(loom))]
-pub type MappedBiasedRwLockWriteGuard<'a, T> =
-    lock_api::MappedRwLockWriteGuard<'a, RawBiasedRwLock, T>;

@@ -1,0 +1,416 @@
+//! `scalelock bench --compare A.json B.json`: how run B differs from run A, cell by cell.
+//!
+//! A cell is a (workload, case, series, thread count). Its figure is the median throughput (in
+//! a case measured on one thread only, such as `uncontended`, operations per CPU second, as the
+//! bench's own ratios use). B ÷ A is the ratio of the medians; its spread is the range of the
+//! ratios of the runs matched by rank (B's slowest over A's slowest, …, fastest over fastest),
+//! since runs of two separate invocations are not paired in time. A cell is *undecided* when
+//! that spread crosses 1.0 or is wider than ±5%, else *better*, *within 5%* or *worse* by its
+//! median. The summary also counts the cells of our own series whose verdict against the best
+//! other lock (ahead / within 5% / behind / undecided) differs between the two files.
+
+use super::stats::{Ratio, Standing};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// One cell of a results file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// Workload.
+    pub workload: String,
+    /// Case, if any.
+    pub case: Option<String>,
+    /// Series (the lock, usually).
+    pub series: String,
+    /// Threads.
+    pub threads: u64,
+    /// Median speed.
+    pub median: f64,
+    /// Every run's speed (just the median for files written without `runs`).
+    pub runs: Vec<f64>,
+    /// Our verdict against the best other in that file, for our own series.
+    pub verdict: Option<String>,
+}
+
+impl Cell {
+    fn key(&self) -> (&str, Option<&str>, &str, u64) {
+        (
+            &self.workload,
+            self.case.as_deref(),
+            &self.series,
+            self.threads,
+        )
+    }
+
+    /// `workload / case`.
+    pub fn title(&self) -> String {
+        match &self.case {
+            Some(c) => format!("{} / {c}", self.workload),
+            None => self.workload.clone(),
+        }
+    }
+}
+
+/// Reads the cells of a `--json` file.
+pub fn load(path: &Path) -> Result<Vec<Cell>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let json: Value = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{} is not a JSON file written by `scalelock bench --json`: {e}",
+            path.display()
+        )
+    })?;
+    cells(&json).map_err(|e| {
+        format!(
+            "{} is not a results file of `scalelock bench --json`: {e}",
+            path.display()
+        )
+    })
+}
+
+/// The cells of a parsed results file.
+pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
+    let results = json["results"]
+        .as_array()
+        .ok_or("it has no `results` array")?;
+    let mut raw = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let text = |k: &str| -> Result<String, String> {
+            r[k].as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("result {i} has no `{k}`"))
+        };
+        let num = |v: &Value, k: &str| -> Result<f64, String> {
+            v.as_f64()
+                .ok_or_else(|| format!("result {i} has no number `{k}`"))
+        };
+        let workload = text("workload")?;
+        let lock = text("lock")?;
+        let series = r["series"].as_str().map_or(lock, str::to_string);
+        let threads = r["threads"]
+            .as_u64()
+            .ok_or_else(|| format!("result {i} has no `threads`"))?;
+        let ops = num(&r["ops_per_sec"], "ops_per_sec")?;
+        let cpu = num(&r["cpu_ns_per_op"], "cpu_ns_per_op")?;
+        let runs: Vec<(f64, f64)> = match r["runs"].as_array() {
+            Some(rs) if !rs.is_empty() => rs
+                .iter()
+                .map(|k| {
+                    Ok((
+                        num(&k["ops_per_sec"], "runs[].ops_per_sec")?,
+                        num(&k["cpu_ns_per_op"], "runs[].cpu_ns_per_op")?,
+                    ))
+                })
+                .collect::<Result<_, String>>()?,
+            _ => vec![(ops, cpu)],
+        };
+        let p = &r["params"];
+        let verdict = p["ratio_to_best_other"].as_f64().map(|m| {
+            let lo = p["ratio_min"].as_f64().unwrap_or(m);
+            let hi = p["ratio_max"].as_f64().unwrap_or(m);
+            let ratio = Ratio {
+                median: m,
+                min: lo,
+                max: hi,
+                pairs: 0,
+            };
+            verdict_word(&ratio, "ahead", "within 5%", "behind")
+        });
+        raw.push((
+            workload,
+            r["case"].as_str().map(str::to_string),
+            series,
+            threads,
+            ops,
+            cpu,
+            runs,
+            verdict,
+        ));
+    }
+    // Single-thread cases compare CPU time per operation, as the bench's ratios do.
+    let single = |w: &str, c: &Option<String>| {
+        raw.iter()
+            .filter(|x| x.0 == w && x.1 == *c)
+            .all(|x| x.3 == 1)
+    };
+    let speed = super::output::run_speed;
+    Ok(raw
+        .iter()
+        .map(|(w, c, s, t, ops, cpu, runs, verdict)| {
+            let one = single(w, c);
+            Cell {
+                workload: w.clone(),
+                case: c.clone(),
+                series: s.clone(),
+                threads: *t,
+                median: speed(one, *ops, *cpu),
+                runs: runs.iter().map(|&(o, c)| speed(one, o, c)).collect(),
+                verdict: verdict.clone(),
+            }
+        })
+        .collect())
+}
+
+/// `undecided`, or the word for the median's standing.
+fn verdict_word(
+    r: &Ratio,
+    ahead: &'static str,
+    within: &'static str,
+    behind: &'static str,
+) -> String {
+    if r.undecided() {
+        return "undecided".into();
+    }
+    match r.standing() {
+        Standing::Ahead => ahead,
+        Standing::Within => within,
+        Standing::Behind => behind,
+    }
+    .into()
+}
+
+/// B ÷ A of one cell: medians, with the spread of the rank-matched runs.
+pub fn ratio(a: &Cell, b: &Cell) -> Option<Ratio> {
+    let (mut ra, mut rb) = (a.runs.clone(), b.runs.clone());
+    ra.sort_by(f64::total_cmp);
+    rb.sort_by(f64::total_cmp);
+    let n = ra.len().min(rb.len());
+    let at = |v: &[f64], k: usize| {
+        if n <= 1 {
+            v[v.len() / 2]
+        } else {
+            v[k * (v.len() - 1) / (n - 1)]
+        }
+    };
+    let pairs: Vec<(f64, f64)> = (0..n).map(|k| (at(&rb, k), at(&ra, k))).collect();
+    Ratio::new(b.median, a.median, pairs)
+}
+
+/// What a comparison found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Cells present in both files.
+    pub common: usize,
+    /// Faster in B by more than 5%, decided.
+    pub better: usize,
+    /// Slower in B by more than 5%, decided.
+    pub worse: usize,
+    /// Within 5%, decided.
+    pub same: usize,
+    /// Undecided.
+    pub undecided: usize,
+    /// Cells of our own series compared against the best other in both files.
+    pub verdicts: usize,
+    /// ... of which the verdict differs.
+    pub verdict_changes: usize,
+}
+
+/// The comparison report and its summary.
+pub fn compare(
+    a: &[Cell],
+    b: &[Cell],
+    a_name: &str,
+    b_name: &str,
+) -> Result<(String, Summary), String> {
+    let mut s = Summary::default();
+    let mut out = String::new();
+    let mut rows = Vec::new();
+    for cb in b {
+        let Some(ca) = a.iter().find(|ca| ca.key() == cb.key()) else {
+            continue;
+        };
+        let Some(r) = ratio(ca, cb) else {
+            continue;
+        };
+        s.common += 1;
+        let word = verdict_word(&r, "better", "within 5%", "worse");
+        match word.as_str() {
+            "better" => s.better += 1,
+            "worse" => s.worse += 1,
+            "within 5%" => s.same += 1,
+            _ => s.undecided += 1,
+        }
+        let change = match (&ca.verdict, &cb.verdict) {
+            (Some(va), Some(vb)) => {
+                s.verdicts += 1;
+                if va != vb {
+                    s.verdict_changes += 1;
+                    format!("{va} → {vb}")
+                } else {
+                    va.clone()
+                }
+            }
+            _ => String::new(),
+        };
+        rows.push((cb, r, word, change));
+    }
+    if s.common == 0 {
+        return Err(format!(
+            "{a_name} and {b_name} have no cell (workload, case, lock, threads) in common"
+        ));
+    }
+    let _ = writeln!(
+        out,
+        "B ÷ A per cell, B = {b_name}, A = {a_name}: ratio of the medians, the range of the \
+         runs matched by rank, and `?` when undecided (the range crosses 1.0 or is wider than \
+         ±5%). The last column is our series' verdict against the best other lock, A → B where \
+         it changed."
+    );
+    let w = rows
+        .iter()
+        .map(|(c, ..)| c.title().len())
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    let sw = rows
+        .iter()
+        .map(|(c, ..)| c.series.len())
+        .max()
+        .unwrap_or(0)
+        .max(6);
+    let _ = writeln!(
+        out,
+        "\n  {:<w$} {:<sw$} {:>7} {:>7} {:>11} {:>10}  verdict vs best other",
+        "workload", "series", "threads", "B÷A", "spread", "change"
+    );
+    for (c, r, word, change) in &rows {
+        let _ = writeln!(
+            out,
+            "  {:<w$} {:<sw$} {:>7} {:>7} {:>11} {:>10}  {change}",
+            c.title(),
+            c.series,
+            c.threads,
+            r.cell(),
+            r.range(),
+            word
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{} cells in common: {} better, {} worse, {} within 5%, {} undecided.",
+        s.common, s.better, s.worse, s.same, s.undecided
+    );
+    if s.verdicts > 0 {
+        let _ = writeln!(
+            out,
+            "Our verdict against the best other changed at {} of {} cells.",
+            s.verdict_changes, s.verdicts
+        );
+    }
+    Ok((out, s))
+}
+
+/// `--compare A B`: prints the comparison.
+pub fn run(a: &Path, b: &Path) -> Result<(), String> {
+    let (ca, cb) = (load(a)?, load(b)?);
+    let (text, _) = compare(&ca, &cb, &a.display().to_string(), &b.display().to_string())?;
+    print!("{text}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn file(ops: &[(&str, f64, &[f64])]) -> Value {
+        let results: Vec<Value> = ops
+            .iter()
+            .map(|(lock, median, runs)| {
+                json!({
+                    "workload": "w", "lock": lock, "series": lock, "threads": 4,
+                    "ops_per_sec": median, "cpu_ns_per_op": 10.0,
+                    "runs": runs.iter().map(|o| json!({"ops_per_sec": o, "cpu_ns_per_op": 10.0}))
+                        .collect::<Vec<_>>(),
+                    "params": if *lock == "scalelock" {
+                        json!({"ratio_to_best_other": median / 100.0,
+                               "ratio_min": median / 100.0, "ratio_max": median / 100.0})
+                    } else { json!({}) }
+                })
+            })
+            .collect();
+        json!({ "machine": {}, "results": results })
+    }
+
+    #[test]
+    fn better_worse_same_and_undecided() {
+        let a = cells(&file(&[
+            ("scalelock", 200.0, &[190.0, 200.0, 210.0]),
+            ("std", 100.0, &[99.0, 100.0, 101.0]),
+            ("spin", 100.0, &[99.0, 100.0, 101.0]),
+            ("pthread", 100.0, &[50.0, 100.0, 150.0]),
+        ]))
+        .unwrap();
+        let b = cells(&file(&[
+            ("scalelock", 90.0, &[89.0, 90.0, 91.0]),
+            ("std", 150.0, &[149.0, 150.0, 151.0]),
+            ("spin", 101.0, &[100.0, 101.0, 102.0]),
+            ("pthread", 110.0, &[60.0, 110.0, 160.0]),
+            ("parking_lot", 1.0, &[1.0]),
+        ]))
+        .unwrap();
+        let (text, s) = compare(&a, &b, "a.json", "b.json").unwrap();
+        assert_eq!(
+            (s.common, s.better, s.worse, s.same, s.undecided),
+            (4, 1, 1, 1, 1),
+            "{text}"
+        );
+        // scalelock: 2.00 (ahead) in A, 0.90 (behind) in B.
+        assert_eq!((s.verdicts, s.verdict_changes), (1, 1));
+        assert!(text.contains("ahead → behind"), "{text}");
+        assert!(text.contains("1.50") && text.contains("0.45"), "{text}");
+    }
+
+    #[test]
+    fn rank_matched_spread() {
+        let c = |runs: &[f64]| Cell {
+            workload: "w".into(),
+            case: None,
+            series: "x".into(),
+            threads: 1,
+            median: 2.0,
+            runs: runs.to_vec(),
+            verdict: None,
+        };
+        let r = ratio(&c(&[1.0, 2.0, 3.0]), &c(&[2.0, 2.0, 6.0])).unwrap();
+        assert_eq!((r.min, r.max), (1.0, 2.0));
+        // Different run counts: matched by quantile.
+        let r = ratio(&c(&[1.0, 2.0, 3.0, 4.0, 5.0]), &c(&[2.0, 10.0])).unwrap();
+        assert_eq!((r.min, r.max), (1.0, 2.0));
+    }
+
+    #[test]
+    fn single_thread_cases_compare_cpu_time() {
+        let j = json!({"results": [
+            {"workload": "u", "case": "mutex", "lock": "std", "threads": 1,
+             "ops_per_sec": 5.0, "cpu_ns_per_op": 20.0}
+        ]});
+        let c = cells(&j).unwrap();
+        assert_eq!(c[0].median, 5e7);
+        assert_eq!(c[0].runs, vec![5e7]);
+    }
+
+    #[test]
+    fn bad_files_are_named() {
+        let dir = std::env::temp_dir().join(format!("scalelock-compare-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.json");
+        assert!(load(&missing).unwrap_err().contains("cannot read"));
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{not json").unwrap();
+        assert!(load(&bad).unwrap_err().contains("is not a JSON file"));
+        std::fs::write(&bad, "{\"results\": [{\"lock\": \"x\"}]}").unwrap();
+        let e = load(&bad).unwrap_err();
+        assert!(e.contains("no `workload`"), "{e}");
+        std::fs::write(&bad, "[1, 2]").unwrap();
+        assert!(load(&bad).unwrap_err().contains("no `results` array"));
+        let a = cells(&file(&[("std", 1.0, &[1.0])])).unwrap();
+        let b = cells(&file(&[("spin", 1.0, &[1.0])])).unwrap();
+        assert!(compare(&a, &b, "a", "b")
+            .unwrap_err()
+            .contains("no cell (workload, case, lock, threads) in common"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,141 @@
+//! White-box checks of the `WRITER_WOKEN` and `DRAIN` transitions: whether a release wakes (the
+//! writer sequence moves with every wake-up), what it leaves in the word, who may enter.
+use super::*;
+
+fn seq(l: &RawRwLock) -> u32 {
+    l.writer_seq.load(Ordering::Relaxed)
+}
+
+/// Takes the lock (`read` or write) on one thread, adds `bits` to the word as if other
+/// threads waited, releases, and returns how many wake-ups the release issued and the word
+/// it left. No thread sleeps, so every wake-up finds nobody.
+fn release_with(bits: u32, read: bool) -> (u32, u32) {
+    let l = RawRwLock::new();
+    if read {
+        l.lock_shared();
+    } else {
+        l.lock_exclusive();
+    }
+    l.state.fetch_or(bits, Ordering::Relaxed);
+    let before = seq(&l);
+    // SAFETY: taken just above, in the same mode.
+    unsafe {
+        if read {
+            l.unlock_shared();
+        } else {
+            l.unlock_exclusive();
+        }
+    }
+    (
+        seq(&l).wrapping_sub(before),
+        l.state.load(Ordering::Relaxed),
+    )
+}
+
+#[test]
+fn no_release_wakes_anyone_while_a_woken_writer_is_on_its_way() {
+    for read in [false, true] {
+        let marked = WRITERS_WAITING | WRITER_WOKEN;
+        assert_eq!(release_with(marked, read), (0, marked), "read: {read}");
+    }
+}
+
+#[test]
+fn a_write_release_marks_the_writer_it_wakes_and_a_read_release_does_not() {
+    // The write release wakes with the mark, then (nobody was asleep) without it; the read
+    // release wakes once, unmarked. Both then clear the stale bit.
+    assert_eq!(release_with(WRITERS_WAITING, false), (2, 0));
+    assert_eq!(release_with(WRITERS_WAITING, true), (1, 0));
+}
+
+#[test]
+fn a_woken_writer_drops_the_mark_and_leaves_the_word_clean() {
+    let l = std::sync::Arc::new(RawRwLock::new());
+    for _ in 0..20 {
+        l.lock_exclusive();
+        let t = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                l.lock_exclusive();
+                // SAFETY: locked exclusively just above.
+                unsafe { l.unlock_exclusive() };
+            })
+        };
+        while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
+            std::thread::yield_now();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2)); // let it fall asleep
+        let before = seq(&l);
+        // SAFETY: locked exclusively above.
+        unsafe { l.unlock_exclusive() };
+        assert_ne!(seq(&l), before, "the sleeping writer is woken");
+        t.join().unwrap();
+        // Had it kept the mark, its own release would have skipped its clean-up.
+        assert_eq!(l.state.load(Ordering::Relaxed), 0, "{l:?}");
+    }
+}
+
+#[test]
+fn readers_enter_past_sleeping_writers_but_not_past_a_draining_one() {
+    let l = RawRwLock::new();
+    l.state.fetch_or(WRITERS_WAITING, Ordering::Relaxed);
+    assert!(
+        l.try_lock_shared(),
+        "writers that only queue keep no reader out"
+    );
+    // SAFETY: read-locked just above.
+    unsafe { l.unlock_shared() };
+    l.state.store(WRITERS_WAITING | DRAIN, Ordering::Relaxed);
+    assert!(!l.try_lock_shared());
+    assert!(!l.try_lock_upgradable());
+    assert!(
+        l.try_lock_shared_recursive(),
+        "a recursive read only waits for a holder"
+    );
+    // SAFETY: read-locked just above. (The release finds no writer asleep to wake, so it
+    // clears both bits.)
+    unsafe { l.unlock_shared() };
+    assert_eq!(l.state.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn a_writer_kept_out_by_readers_drains_them_and_one_kept_out_by_a_writer_does_not() {
+    let l = std::sync::Arc::new(RawRwLock::new());
+    for reader_holds in [true, false] {
+        if reader_holds {
+            l.lock_shared();
+        } else {
+            l.lock_exclusive();
+        }
+        let t = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                l.lock_exclusive();
+                let s = l.state.load(Ordering::Relaxed);
+                // SAFETY: locked exclusively just above.
+                unsafe { l.unlock_exclusive() };
+                s
+            })
+        };
+        while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
+            std::thread::yield_now();
+        }
+        let s = l.state.load(Ordering::Relaxed);
+        assert_eq!(s & DRAIN != 0, reader_holds, "{l:?}");
+        // SAFETY: taken at the top of this iteration.
+        unsafe {
+            if reader_holds {
+                l.unlock_shared();
+            } else {
+                l.unlock_exclusive();
+            }
+        }
+        let inside = t.join().unwrap();
+        assert_eq!(
+            inside & DRAIN,
+            0,
+            "the writer that takes the lock clears DRAIN"
+        );
+        assert_eq!(l.state.load(Ordering::Relaxed) & !TURN_MASK, 0, "{l:?}");
+    }
+}

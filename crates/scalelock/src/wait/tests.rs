@@ -1,0 +1,208 @@
+//! Unit tests of the wait layer's internals: the learned estimate, exploration, and the
+//! [`Waiter`]'s deadline under every policy. (The public surface is tested in `tests/wait.rs`.)
+
+use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS};
+use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
+use crate::sync::AtomicU32;
+use std::time::{Duration, Instant};
+
+/// The budget under `Adaptive`, without the floor of half a wake-up latency (which depends on
+/// what other tests' sleeps taught the process).
+fn adaptive(e: &SpinEstimate) -> SpinBudget {
+    e.budget_under(SpinPolicy::Adaptive, 0)
+}
+
+#[test]
+fn learned_estimate_shrinks_when_spinning_fails_and_grows_when_it_pays() {
+    let e = SpinEstimate::new();
+    for _ in 0..60 {
+        e.record(false, 0);
+    }
+    assert!(e.get() < 10, "estimate {} did not decay", e.get());
+    for _ in 0..40 {
+        e.record(true, 2_000);
+    }
+    let est = e.get();
+    assert!(
+        (1_800..=2_000).contains(&est),
+        "estimate {est} did not converge towards 2000"
+    );
+    // Four times the estimate; with a floor, at least the floor.
+    assert_eq!(adaptive(&e), SpinBudget::Nanos(8_000));
+    assert_eq!(
+        e.budget_under(SpinPolicy::Adaptive, 9_000),
+        SpinBudget::Nanos(9_000)
+    );
+    for _ in 0..40 {
+        e.record(true, 1_000_000);
+    }
+    assert_eq!(adaptive(&e), SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS));
+}
+
+#[test]
+fn failing_spins_still_explore_the_full_budget_once_in_a_while() {
+    // A short budget only sees short waits: without exploration a lock whose holders keep it
+    // 10 µs would never learn that a 10 µs spin pays.
+    let e = SpinEstimate::new();
+    let mut explored = 0;
+    for _ in 0..(EXPLORE_EVERY + 1) * 10 {
+        match adaptive(&e) {
+            SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS) => explored += 1,
+            SpinBudget::Nanos(n) => assert!(n >= MIN_PROBE_NS),
+            b => panic!("{b:?}"),
+        }
+        e.record(false, 0);
+    }
+    assert_eq!(
+        explored,
+        10,
+        "one exploration every {} failures",
+        EXPLORE_EVERY + 1
+    );
+    // An exploration that succeeds teaches the estimate the longer wait.
+    e.record(true, 8_000);
+    assert!(
+        e.get() >= 2_000,
+        "estimate {} after a successful 8 µs spin",
+        e.get()
+    );
+}
+
+#[test]
+fn every_policy_maps_to_its_budget() {
+    let e = SpinEstimate::new();
+    assert_eq!(e.budget_under(SpinPolicy::Never, 0), SpinBudget::Nanos(0));
+    assert_eq!(
+        e.budget_under(SpinPolicy::Fixed(1234), 0),
+        SpinBudget::Nanos(1234)
+    );
+    assert_eq!(e.budget_under(SpinPolicy::Always, 0), SpinBudget::Unbounded);
+    match adaptive(&e) {
+        SpinBudget::Nanos(n) => assert!((MIN_PROBE_NS..=MAX_ADAPTIVE_SPIN_NS).contains(&n)),
+        b => panic!("adaptive budget {b:?}"),
+    }
+}
+
+/// A contended path against a word that never frees: spins while `allowed`, then sleeps on the
+/// word until the deadline, as the locks do. Returns how long it took, and whether the waiter
+/// slept.
+fn wait_out(policy: SpinPolicy, allowed: bool, timeout: Duration) -> (Duration, bool) {
+    let word = AtomicU32::new(1);
+    let e = SpinEstimate::new();
+    let deadline = Deadline::after(timeout);
+    let t0 = Instant::now();
+    let mut w = Waiter::under(policy, &e, Some(&deadline));
+    let mut slept = false;
+    loop {
+        if w.spin(allowed) {
+            continue;
+        }
+        if w.timed_out() {
+            break;
+        }
+        slept = true;
+        if !w.sleep(&word, 1) {
+            break;
+        }
+    }
+    assert!(!w.gave_up());
+    (t0.elapsed(), slept)
+}
+
+#[test]
+fn a_timed_wait_gives_up_at_its_deadline_under_every_policy() {
+    let timeout = Duration::from_millis(30);
+    for policy in [
+        SpinPolicy::Adaptive,
+        SpinPolicy::Never,
+        SpinPolicy::Fixed(500),
+        // Longer than the timeout: the spin itself must look at the deadline.
+        SpinPolicy::Fixed(2_000_000_000),
+        SpinPolicy::Always,
+    ] {
+        for allowed in [true, false] {
+            let (took, slept) = wait_out(policy, allowed, timeout);
+            assert!(
+                took >= timeout,
+                "{policy:?} (spin allowed: {allowed}) gave up early, after {took:?}"
+            );
+            assert!(
+                took < timeout + Duration::from_secs(2),
+                "{policy:?} (spin allowed: {allowed}) overshot its deadline: {took:?}"
+            );
+            if policy == SpinPolicy::Always {
+                assert!(!slept, "Always never sleeps");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_deadline_already_passed_stops_even_an_unbounded_spin_within_a_few_steps() {
+    let e = SpinEstimate::new();
+    let past = Deadline::after(Duration::ZERO);
+    let mut w = Waiter::under(SpinPolicy::Always, &e, Some(&past));
+    let mut steps = 0;
+    while w.spin(true) {
+        steps += 1;
+        assert!(steps < 100, "an unbounded spin ignored its deadline");
+    }
+    assert!(w.timed_out());
+}
+
+#[test]
+fn an_untimed_always_waiter_keeps_spinning_and_a_never_waiter_does_not_spin() {
+    let e = SpinEstimate::new();
+    let mut w = Waiter::under(SpinPolicy::Always, &e, None);
+    for _ in 0..10_000 {
+        assert!(w.spin(false));
+    }
+    assert!(!w.timed_out());
+    let mut w = Waiter::under(SpinPolicy::Never, &e, None);
+    assert!(!w.spin(true));
+    assert!(!w.spin_grace(true), "Never has no grace spin either");
+}
+
+#[test]
+fn a_failed_spin_teaches_the_estimate_once_and_a_paying_one_grows_it() {
+    let e = SpinEstimate::new();
+    let start = e.get();
+    let mut w = Waiter::under(SpinPolicy::Fixed(2_000), &e, None);
+    while w.spin(true) {}
+    let after_fail = e.get();
+    assert!(after_fail < start, "{after_fail} after a failed spin");
+    assert!(!w.spin(true));
+    assert_eq!(e.get(), after_fail, "one failure is learned once");
+    assert!(w.acquired(false));
+    assert_eq!(
+        e.get(),
+        after_fail,
+        "a wait that already failed teaches no success"
+    );
+
+    let e = SpinEstimate::new();
+    for _ in 0..60 {
+        e.record(false, 0);
+    }
+    let low = e.get();
+    let mut w = Waiter::under(SpinPolicy::Fixed(9_000), &e, None);
+    for _ in 0..10 {
+        assert!(w.spin(true));
+    }
+    assert!(w.acquired(false));
+    assert!(e.get() > low, "a spin that paid grows the estimate");
+}
+
+#[test]
+fn a_nap_ends_at_the_earlier_of_its_length_and_the_deadline() {
+    let e = SpinEstimate::new();
+    let word = AtomicU32::new(0);
+    let deadline = Deadline::after(Duration::from_millis(5));
+    let mut w = Waiter::under(SpinPolicy::Never, &e, Some(&deadline));
+    let t0 = Instant::now();
+    w.nap(&word, 0, &Deadline::after(Duration::from_secs(10)));
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert!(w.asleep_ns() > 0);
+    // The futex stays reachable for the preload's condition variable.
+    assert!(futex::wait(&word, 1, None));
+}

@@ -1,0 +1,301 @@
+//! The [`Waiter`]: the one object a lock's contended path asks "spin once more?" and "sleep
+//! now?".
+//!
+//! A waiter owns everything about one wait that is not the lock's protocol: the spinner and its
+//! budget (from the process-wide policy and the lock's learned [`SpinEstimate`]), teaching that
+//! estimate whether spinning paid, the deadline, the futex sleeps, and the lockstat record of the
+//! wait. The lock's slow path keeps only its state word: it re-reads the word while
+//! [`spin`](Waiter::spin) says so, checks [`timed_out`](Waiter::timed_out) before it announces a
+//! sleep, sleeps through [`sleep`](Waiter::sleep), and ends with
+//! [`acquired`](Waiter::acquired) or [`gave_up`](Waiter::gave_up).
+//!
+//! Policies, in one place:
+//! - `Adaptive`, `Fixed`: spin while the lock's protocol allows it and the budget lasts, then
+//!   sleep; the first time spinning stops without the lock, the estimate learns that it did not
+//!   pay; a wait that spun and then got the lock teaches it how long that took.
+//! - `Never`: the budget is zero: sleep at once.
+//! - `Always`: spin whatever the protocol says (sleepers or not), never sleep, but give up at the
+//!   deadline like every other policy: a timed wait looks at its deadline while it spins, every
+//!   [`DEADLINE_CHECK_EVERY`] steps, whatever the budget.
+//!
+//! Layering: the waiter sits above `stats` (it records into lockstat), which sits above the
+//! wait layer's clock (`deadline.rs`); the spinner, the estimate and the futex know nothing of
+//! either.
+
+use super::futex::{self, WaitOutcome};
+use super::{now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
+use crate::stats::{self, HoldSampled};
+use crate::sync::AtomicU32;
+
+/// Spin steps between two looks at the deadline while a timed waiter spins (a step is at most
+/// a few hundred nanoseconds; a look is a clock read).
+const DEADLINE_CHECK_EVERY: u32 = 16;
+
+/// Whom a wait is recorded for in lockstat.
+#[derive(Clone, Copy)]
+pub(crate) enum Subject<'a> {
+    /// No record (a wait whose fallback is not the lock's own wait).
+    Nobody,
+    /// The lock at this address (its statistics key); a hand-off is counted as such.
+    Lock(usize),
+    /// A lock whose holds lockstat samples after a contended acquisition (the mutex).
+    Held(&'a dyn HoldSampled),
+    /// The lock at this address; the wait is recorded even if it neither spun nor slept (a
+    /// writer that found a reader to drain has waited in any case).
+    Drain(usize),
+}
+
+/// One wait of one thread for one lock. See the module docs.
+pub(crate) struct Waiter<'a> {
+    estimate: &'a SpinEstimate,
+    spinner: Spinner,
+    /// `SpinPolicy::Always`: spin even where the protocol would sleep.
+    unbounded: bool,
+    /// Whether the policy spins at all (its budget is not zero).
+    spins: bool,
+    /// The outcome of this wait's spin is still to be taught to the estimate.
+    learn: bool,
+    deadline: Option<&'a Deadline>,
+    /// Steps spun since the deadline was last looked at.
+    unchecked: u32,
+    /// A second, fixed spin after the learned one ran out (see [`Waiter::grace`]).
+    grace: Option<Spinner>,
+    /// When this waiter first slept (monotonic ns; 0: not yet).
+    slept_at: u64,
+    subject: Subject<'a>,
+    rec: stats::Recorder,
+}
+
+impl<'a> Waiter<'a> {
+    /// A waiter for a lock that waiters write (compare-and-swap): backoff between its looks.
+    #[inline]
+    pub(crate) fn new(
+        estimate: &'a SpinEstimate,
+        deadline: Option<&'a Deadline>,
+        subject: Subject<'a>,
+    ) -> Waiter<'a> {
+        Waiter::with_spinner(estimate, estimate.budget(), false, deadline, subject)
+    }
+
+    /// A waiter that only reads the word it waits on: short steps (see [`Spinner::polling`]).
+    #[inline]
+    pub(crate) fn polling(
+        estimate: &'a SpinEstimate,
+        deadline: Option<&'a Deadline>,
+        subject: Subject<'a>,
+    ) -> Waiter<'a> {
+        Waiter::with_spinner(estimate, estimate.budget(), true, deadline, subject)
+    }
+
+    /// A polling waiter whose fallback is a slower way in rather than a sleep (see
+    /// [`SpinEstimate::fallback_budget`]); it teaches the estimate only if `learn` (a caller that
+    /// samples its waits), and is not recorded in lockstat.
+    #[inline]
+    pub(crate) fn for_fallback(estimate: &'a SpinEstimate, learn: bool) -> Waiter<'a> {
+        let mut w = Waiter::with_spinner(
+            estimate,
+            estimate.fallback_budget(),
+            true,
+            None,
+            Subject::Nobody,
+        );
+        w.learn = learn;
+        w
+    }
+
+    /// A waiter whose budget comes from `policy` rather than the process-wide policy (for
+    /// tests, which must not change what other tests' locks do).
+    #[cfg(test)]
+    pub(crate) fn under(
+        policy: super::SpinPolicy,
+        estimate: &'a SpinEstimate,
+        deadline: Option<&'a Deadline>,
+    ) -> Waiter<'a> {
+        Waiter::with_spinner(
+            estimate,
+            estimate.budget_under(policy, 0),
+            false,
+            deadline,
+            Subject::Nobody,
+        )
+    }
+
+    #[inline]
+    fn with_spinner(
+        estimate: &'a SpinEstimate,
+        budget: SpinBudget,
+        polling: bool,
+        deadline: Option<&'a Deadline>,
+        subject: Subject<'a>,
+    ) -> Waiter<'a> {
+        Waiter {
+            estimate,
+            spinner: if polling {
+                Spinner::polling(budget)
+            } else {
+                Spinner::new(budget)
+            },
+            unbounded: budget == SpinBudget::Unbounded,
+            spins: budget != SpinBudget::Nanos(0),
+            learn: true,
+            deadline,
+            unchecked: 0,
+            grace: None,
+            slept_at: 0,
+            rec: if matches!(subject, Subject::Nobody) {
+                stats::Recorder::none()
+            } else {
+                stats::Recorder::begin() // lockstat: one relaxed load while off
+            },
+            subject,
+        }
+    }
+
+    /// Adds a grace spin of `ns`, for [`spin_grace`](Self::spin_grace): a short, fixed spin the
+    /// protocol may allow after the learned budget ran out (not under `SpinPolicy::Never`).
+    #[inline]
+    pub(crate) fn grace(mut self, ns: u32) -> Waiter<'a> {
+        self.grace = Some(Spinner::new(SpinBudget::Nanos(ns)));
+        self
+    }
+
+    /// Spin once more? `allowed`: the lock's protocol allows spinning now (nobody it would barge
+    /// ahead of sleeps, say); `SpinPolicy::Always` spins regardless. Returns true after one
+    /// backoff step (the caller re-reads its word); false once the budget is spent, the deadline
+    /// has passed or spinning is not allowed. The first false after spinning teaches the
+    /// estimate that spinning did not pay this time.
+    #[inline]
+    pub(crate) fn spin(&mut self, allowed: bool) -> bool {
+        if (self.unbounded || allowed) && self.in_time() && self.spinner.spin() {
+            return true;
+        }
+        if self.learn && self.spinner.has_spun() {
+            self.estimate.record(false, 0);
+            self.learn = false;
+        }
+        false
+    }
+
+    /// After [`spin`](Self::spin) said no: spin one step of the grace spin, if there is one, the
+    /// policy spins at all, `allowed`, and it is not spent. Not learned from.
+    #[inline]
+    pub(crate) fn spin_grace(&mut self, allowed: bool) -> bool {
+        if !(self.spins && allowed && self.in_time()) {
+            return false;
+        }
+        self.grace.as_mut().is_some_and(Spinner::spin)
+    }
+
+    /// Whether a timed waiter may spin one more step: looks at the deadline once every
+    /// [`DEADLINE_CHECK_EVERY`] steps. (A short spin never looks: `timed_out` does, before the
+    /// waiter sleeps. Under loom, where one step spends the whole budget, that keeps the models
+    /// free of a look that changes nothing.)
+    #[inline]
+    fn in_time(&mut self) -> bool {
+        let Some(d) = self.deadline else { return true };
+        self.unchecked += 1;
+        if self.unchecked >= DEADLINE_CHECK_EVERY {
+            self.unchecked = 0;
+            if d.has_passed() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether this wait's deadline has passed (never, without one): check before sleeping.
+    #[inline]
+    pub(crate) fn timed_out(&self) -> bool {
+        self.deadline.is_some_and(Deadline::has_passed)
+    }
+
+    /// Sleeps on `word` while it holds `expected`, until woken or the deadline; false only if
+    /// the deadline passed (see [`futex::wait`]).
+    #[inline]
+    pub(crate) fn sleep(&mut self, word: &AtomicU32, expected: u32) -> bool {
+        self.sleep_outcome(word, expected) != WaitOutcome::TimedOut
+    }
+
+    /// [`sleep`](Self::sleep), telling a wake-up from a return without one (see
+    /// [`futex::wait_outcome`]).
+    #[inline]
+    pub(crate) fn sleep_outcome(&mut self, word: &AtomicU32, expected: u32) -> WaitOutcome {
+        self.before_sleep();
+        futex::wait_outcome(word, expected, self.deadline)
+    }
+
+    /// Naps on `word` while it holds `expected`, for `nap` at most (and not past the deadline):
+    /// for a waiter that re-checks on its own schedule, not one that relies on a wake-up.
+    #[inline]
+    pub(crate) fn nap(&mut self, word: &AtomicU32, expected: u32, nap: &Deadline) {
+        self.before_sleep();
+        let until = match self.deadline {
+            Some(d) if d.is_before(nap) => d,
+            _ => nap,
+        };
+        futex::wait(word, expected, Some(until));
+    }
+
+    #[inline]
+    fn before_sleep(&mut self) {
+        if self.slept_at == 0 {
+            self.slept_at = now_ns();
+        }
+        self.rec.sleep();
+    }
+
+    /// How long ago this waiter first slept, in ns (0 if it has not slept).
+    #[inline]
+    pub(crate) fn asleep_ns(&self) -> u64 {
+        if self.slept_at == 0 {
+            0
+        } else {
+            now_ns().saturating_sub(self.slept_at)
+        }
+    }
+
+    /// Nanoseconds spun so far.
+    #[inline]
+    pub(crate) fn spun_ns(&self) -> u32 {
+        self.spinner.spent_ns()
+    }
+
+    /// The wait ends with the lock taken; `handoff`: handed over by its releaser (such a waiter
+    /// has slept, so its spin is not learned from). Teaches the estimate how long a spin that
+    /// paid took, records the wait, and returns true.
+    #[inline]
+    pub(crate) fn acquired(self, handoff: bool) -> bool {
+        if self.learn && !handoff && self.spinner.has_spun() {
+            self.estimate.record(true, self.spinner.spent_ns());
+        }
+        self.finish(true, handoff)
+    }
+
+    /// The wait ends without the lock (the deadline passed, or the caller stops waiting for a
+    /// faster way in): a spin not yet learned from did not pay. Records the wait, returns false.
+    #[inline]
+    pub(crate) fn gave_up(self) -> bool {
+        if self.learn && self.spinner.has_spun() {
+            self.estimate.record(false, 0);
+        }
+        self.finish(false, false)
+    }
+
+    /// The wait of a timed waiter that gave up ends with `got` (it may still have taken the
+    /// lock on its way out); nothing is learned. Returns `got`.
+    #[inline]
+    pub(crate) fn ended(self, got: bool) -> bool {
+        self.finish(got, false)
+    }
+
+    #[inline]
+    fn finish(self, ok: bool, handoff: bool) -> bool {
+        let spun = self.spinner.spent_ns();
+        match self.subject {
+            Subject::Nobody => ok,
+            Subject::Lock(key) => self.rec.done_at(key, ok, spun, handoff),
+            Subject::Held(lock) => self.rec.done(lock, ok, spun, handoff),
+            Subject::Drain(key) => self.rec.done_waited(key, ok, spun),
+        }
+    }
+}
