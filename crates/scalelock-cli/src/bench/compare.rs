@@ -31,6 +31,9 @@ pub struct Cell {
     pub runs: Vec<f64>,
     /// Our verdict against the best other in that file, for our own series.
     pub verdict: Option<String>,
+    /// Where our series stands against the best other by the median ratio alone, ignoring the
+    /// spread (for our own series).
+    pub standing: Option<Standing>,
 }
 
 impl Cell {
@@ -107,6 +110,10 @@ pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
             _ => vec![(ops, cpu)],
         };
         let p = &r["params"];
+        let standing = p["ratio_to_best_other"]
+            .as_f64()
+            .and_then(|m| Ratio::new(m, 1.0, []))
+            .map(|r| r.standing());
         let verdict = p["ratio_to_best_other"].as_f64().map(|m| {
             let lo = p["ratio_min"].as_f64().unwrap_or(m);
             let hi = p["ratio_max"].as_f64().unwrap_or(m);
@@ -127,6 +134,7 @@ pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
             cpu,
             runs,
             verdict,
+            standing,
         ));
     }
     // Single-thread cases compare CPU time per operation, as the bench's ratios do.
@@ -138,7 +146,7 @@ pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
     let speed = super::output::run_speed;
     Ok(raw
         .iter()
-        .map(|(w, c, s, t, ops, cpu, runs, verdict)| {
+        .map(|(w, c, s, t, ops, cpu, runs, verdict, standing)| {
             let one = single(w, c);
             Cell {
                 workload: w.clone(),
@@ -148,6 +156,7 @@ pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
                 median: speed(one, *ops, *cpu),
                 runs: runs.iter().map(|&(o, c)| speed(one, o, c)).collect(),
                 verdict: verdict.clone(),
+                standing: *standing,
             }
         })
         .collect())
@@ -205,6 +214,10 @@ pub struct Summary {
     pub verdicts: usize,
     /// ... of which the verdict differs.
     pub verdict_changes: usize,
+    /// ... of which the standing by the median alone differs (ignoring whether it was decided).
+    pub standing_changes: usize,
+    /// ... of which the standing went from ahead to behind or back.
+    pub standing_flips: usize,
 }
 
 /// The comparison report and its summary.
@@ -235,6 +248,14 @@ pub fn compare(
         let change = match (&ca.verdict, &cb.verdict) {
             (Some(va), Some(vb)) => {
                 s.verdicts += 1;
+                if let (Some(sa), Some(sb)) = (ca.standing, cb.standing) {
+                    if sa != sb {
+                        s.standing_changes += 1;
+                        if sa != Standing::Within && sb != Standing::Within {
+                            s.standing_flips += 1;
+                        }
+                    }
+                }
                 if va != vb {
                     s.verdict_changes += 1;
                     format!("{va} → {vb}")
@@ -295,8 +316,10 @@ pub fn compare(
     if s.verdicts > 0 {
         let _ = writeln!(
             out,
-            "Our verdict against the best other changed at {} of {} cells.",
-            s.verdict_changes, s.verdicts
+            "Our verdict against the best other changed at {} of {} cells; by the median ratio \
+             alone (ahead / within 5% / behind, spread ignored) at {} ({} between ahead and \
+             behind).",
+            s.verdict_changes, s.verdicts, s.standing_changes, s.standing_flips
         );
     }
     Ok((out, s))
@@ -359,6 +382,7 @@ mod tests {
         );
         // scalelock: 2.00 (ahead) in A, 0.90 (behind) in B.
         assert_eq!((s.verdicts, s.verdict_changes), (1, 1));
+        assert_eq!((s.standing_changes, s.standing_flips), (1, 1));
         assert!(text.contains("ahead → behind"), "{text}");
         assert!(text.contains("1.50") && text.contains("0.45"), "{text}");
     }
@@ -373,6 +397,7 @@ mod tests {
             median: 2.0,
             runs: runs.to_vec(),
             verdict: None,
+            standing: None,
         };
         let r = ratio(&c(&[1.0, 2.0, 3.0]), &c(&[2.0, 2.0, 6.0])).unwrap();
         assert_eq!((r.min, r.max), (1.0, 2.0));

@@ -311,6 +311,8 @@ fn check_outputs(opts: &Options) -> Result<(), String> {
 /// Runs the bench: measures, prints the table, writes JSON / CSV / markdown / report.
 pub fn run(opts: &Options) -> Result<(), Error> {
     let started = std::time::SystemTime::now();
+    // Before measuring: the commit of the tree the run started from, whatever changes during it.
+    let commit = machine::commit();
     let selected = select(opts).map_err(Error::Usage)?;
     let repeat = opts.repeat.unwrap_or(DEFAULT_REPEAT);
     let mut threads = opts.threads.clone().unwrap_or_else(|| {
@@ -488,7 +490,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             clock_overhead_ns,
             load_average: [load_start, machine::load_average()],
             command: opts.command.clone(),
-            commit: machine::commit(),
+            commit,
             date: machine::utc_date(started),
             elapsed_s: elapsed.as_secs_f64(),
             estimate_s: estimate.as_secs_f64(),

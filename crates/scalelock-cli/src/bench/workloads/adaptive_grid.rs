@@ -44,9 +44,9 @@ impl Workload for AdaptiveGrid {
     fn about(&self) -> &'static str {
         "scalelock's mutex under each spin policy (auto = Adaptive, fixed 1µs / 10µs, never, \
          always) for hold times {0, 100 ns, 1 µs, 10 µs, 100 µs} (private work between \
-         acquisitions as long as the hold, at least 200 ns) across the thread sweep. Seeds \
-         001/002: MariaDB's spin-versus-sleep knobs win in one regime and lose in another; \
-         Adaptive should be within 5% of the best policy everywhere (ratio row ≥ 0.95)."
+         acquisitions as long as the hold, at least 200 ns) across the thread sweep. It \
+         reproduces MariaDB's spin-versus-sleep knobs, which win in one regime and lose in \
+         another; Adaptive should be within 5% of the best policy everywhere (ratio row ≥ 0.95)."
     }
 
     fn columns(&self) -> Vec<&'static str> {

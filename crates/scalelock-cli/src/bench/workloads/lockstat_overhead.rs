@@ -86,8 +86,8 @@ impl Workload for LockstatOverhead {
 
     fn about(&self) -> &'static str {
         "Uncontended lock + unlock of scalelock::Mutex with lockstat recording off and on, and of \
-         lock_api::Mutex over the same RawMutex with no lockstat switch at all (issue 5: off must \
-         match the bare lock, on must cost at most 5%). Always one thread."
+         lock_api::Mutex over the same RawMutex with no lockstat switch at all (off must match the \
+         bare lock, on must cost at most 5%). Always one thread."
     }
 
     fn columns(&self) -> Vec<&'static str> {

@@ -85,9 +85,9 @@ impl Workload for LogAppend {
 
     fn about(&self) -> &'static str {
         "Redo-log append: ~200 ns building a record, a short mutex-protected LSN reservation \
-         (64-512 bytes), then a copy into a shared 1 MiB ring buffer outside the lock. Seed 001: \
-         MariaDB's mtr_t::do_write on log_sys.latch, where a user-space spinlock won on one \
-         machine and lost 35% TPS on another."
+         (64-512 bytes), then a copy into a shared 1 MiB ring buffer outside the lock. It \
+         reproduces MariaDB's mtr_t::do_write on log_sys.latch, where a user-space spinlock won on \
+         one machine and lost a third of the throughput on another."
     }
 
     fn columns(&self) -> Vec<&'static str> {

@@ -26,8 +26,8 @@ impl Workload for MutexLong {
 
     fn about(&self) -> &'static str {
         "One mutex held ~10 µs per acquisition, ~10 µs of private work between acquisitions. \
-         Seeds 001/002: past the core count, spinning on a long hold burns the CPU the holder \
-         needs (MariaDB's spinlock patch lost 35% TPS); sleeping must win here."
+         It reproduces a database spinlock patch that lost a third of its throughput: past the \
+         core count, spinning on a long hold burns the CPU the holder needs; sleeping must win."
     }
 
     fn columns(&self) -> Vec<&'static str> {

@@ -24,8 +24,8 @@ impl Workload for MutexShort {
 
     fn about(&self) -> &'static str {
         "One hot mutex, tiny critical section (4 shared cache lines updated), ~200 ns of private \
-         work between acquisitions. Seed 000: OSv's rwlock was a sleeping mutex around a few \
-         instructions, and sleeping there killed MySQL's concurrency."
+         work between acquisitions. It reproduces a sleeping mutex around a few \
+         instructions, where sleeping instead of spinning killed a database's concurrency."
     }
 
     fn columns(&self) -> Vec<&'static str> {

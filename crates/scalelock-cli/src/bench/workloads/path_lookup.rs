@@ -414,10 +414,10 @@ impl Workload for PathLookup {
     fn about(&self) -> &'static str {
         "Dentry cache: 100k paths -> small inode records; 99.9% lookups (half miss), 0.1% \
          create/rename/remove. Mutex<HashMap> (OSv's dentry mutex); scalelock, scalelock-biased, \
-         std and parking_lot RwLock<HashMap>; DashMap; scalelock's RCU map (8192 slots, each an Rcu \
-         cell; QSBR readers; an update copies one ~12-entry bucket). Seed 000: OSv's VFS took a mutex on \
-         every access(), which MySQL calls on every statement; RCU 'did wonders' for its \
-         routing table."
+         std and parking_lot RwLock<HashMap>; DashMap; scalelock's RCU map (8192 slots, each an \
+         Rcu cell; QSBR readers; an update copies one ~12-entry bucket). It reproduces a VFS that \
+         took a mutex on every access(), which MySQL calls on every statement, where RCU 'did \
+         wonders' for a routing table."
     }
 
     fn columns(&self) -> Vec<&'static str> {

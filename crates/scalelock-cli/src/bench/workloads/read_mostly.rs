@@ -23,9 +23,9 @@ impl Workload for ReadMostly {
 
     fn about(&self) -> &'static str {
         "One rwlock, 99.9% reads (look up an 8-cache-line table) / 0.1% writes, ~200 ns of \
-         private work between operations. Seed 000: MySQL read-only ran 7x slower on OSv \
-         because pthread_rwlock_rdlock serialised readers on a mutex; readers must scale \
-         (scalelock-biased keeps readers off the lock's cache line)."
+         private work between operations. It reproduces a read-only database workload \
+         slowed 7x because pthread_rwlock_rdlock serialised readers on a mutex; readers must \
+         scale (scalelock-biased keeps readers off the lock's cache line)."
     }
 
     fn columns(&self) -> Vec<&'static str> {

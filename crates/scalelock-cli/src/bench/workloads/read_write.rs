@@ -23,8 +23,9 @@ impl Workload for ReadWrite {
 
     fn about(&self) -> &'static str {
         "One rwlock, 80% reads / 20% writes on an 8-cache-line table, ~200 ns of private work \
-         between operations. Seeds 000/002: MySQL read-write 5x slower on OSv; in MariaDB's \
-         read-write runs the winning mutex type flips at high concurrency."
+         between operations. It reproduces a database's \
+         read-write workload, slowed 5x by a mutex-based rwlock, where the best lock changes at \
+         high concurrency."
     }
 
     fn columns(&self) -> Vec<&'static str> {

@@ -37,8 +37,9 @@ impl Workload for ReaderTail {
          other thread writes it in a loop, nothing in between. Throughput: the reader's reads \
          per second; latency: per read; params: the writers' rate (`writes_per_sec`), the \
          reader's share of a CPU (`reader_cpu_share`) and its reads per second of its own CPU \
-         time (`reads_per_reader_cpu_sec`). Seed 004: once threads outnumber cores, tail latency collapses, most of all for a thread \
-         that loses its CPU to a thread its unlock woke."
+         time (`reads_per_reader_cpu_sec`). It reproduces the collapse of tail latency \
+         once threads outnumber cores, worst for a thread that loses its CPU to a thread its \
+         unlock woke."
     }
 
     fn columns(&self) -> Vec<&'static str> {

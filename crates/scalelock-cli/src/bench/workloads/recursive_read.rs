@@ -31,11 +31,11 @@ impl Workload for RecursiveRead {
 
     fn about(&self) -> &'static str {
         "Each read takes one shared rwlock, then a nested read inside it (getattr-like); one \
-         operation in 200 is a write. Seed 003: ZFS's rrw_lock was a mutex so nested readers \
-         could not deadlock behind a waiting writer, and readers serialised. Locks without a \
-         safe recursive read use what they offer (param `nesting`): std and crossbeam-sharded \
-         run the nested section under the outer lock (flattened); scalelock, scalelock-biased \
-         and parking_lot use read_recursive; spin and glibc pthread never block readers behind \
+         operation in 200 is a write. It reproduces ZFS's rrw_lock, a mutex so that nested readers \
+         could not deadlock behind a waiting writer, which serialised readers. Locks without a \
+         safe recursive read use what they offer (param `nesting`): std and crossbeam-sharded run \
+         the nested section under the outer lock (flattened); scalelock, scalelock-biased and \
+         parking_lot use read_recursive; spin and glibc pthread never block readers behind \
          writers, so a plain nested read is safe there."
     }
 

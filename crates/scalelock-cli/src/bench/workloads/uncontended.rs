@@ -85,8 +85,8 @@ impl Workload for Uncontended {
     }
 
     fn about(&self) -> &'static str {
-        "Lock + unlock on one thread, nanoseconds per pair: the fast paths alone (seed 000: on \
-         OSv even an uncontended pthread_rwlock_rdlock paid for a sleeping mutex). Cases: mutex, \
+        "Lock + unlock on one thread, nanoseconds per pair: the fast paths alone (a read lock that \
+         costs a sleeping mutex's round trip even uncontended is already a loss). Cases: mutex, \
          rwlock read, rwlock write; a bare test-and-set spinlock (`tas`) is the physical floor. \
          Always one thread, whatever --threads says. Plotted and compared as CPU ns per pair \
          (process CPU time / pairs), which preemption by other programs does not inflate; the \
