@@ -14,4 +14,8 @@ use crate::rwlock::api::impl_raw_rwlock;
 // Send: the per-thread record of deferred read locks must be released by the thread that took
 // them. A timed acquisition does not try first without its deadline: a failed `try_*` here may
 // already have revoked the bias.
-impl_raw_rwlock!(RawBiasedRwLock, guard = lock_api::GuardNoSend, quick_try = false);
+impl_raw_rwlock!(
+    RawBiasedRwLock,
+    guard = lock_api::GuardNoSend,
+    quick_try = false
+);
