@@ -5,6 +5,8 @@
 //! - [`harness`]: threads on a barrier, warm-up, fixed-duration measurement, sampled latency;
 //! - [`stats`]: percentiles, fairness, ratios; [`output`]: table, JSON, CSV; [`report`]: HTML.
 
+pub mod child;
+pub mod global_alloc;
 pub mod harness;
 pub mod locks;
 pub mod machine;

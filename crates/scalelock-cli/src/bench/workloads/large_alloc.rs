@@ -12,24 +12,38 @@
 //! itself). A thread holds at most 28 blocks, about 14 MiB, so 128 threads stay under 2 GiB.
 //! Allocation latency is sampled.
 //!
-//! Allocators are explicit instances, not the global allocator: `system` (glibc), `mimalloc`,
-//! `jemalloc` (tikv-jemallocator) and `scalelock-pool` (one `scalelock_alloc::LargePool` over
-//! `System`, kept from point to point like the others' state).
+//! # One process per point, each allocator as its users get it
 //!
-//! Beyond the common fields, each point measures its system CPU time per operation and how far
-//! the process's peak RSS during the point rose above its RSS at the start (allocators measured
-//! earlier keep what they retain, so the absolute peak would blame them on later ones). Both go
-//! into the JSON record's `params`: `sys_ns_per_op`, `peak_rss_growth_mib` (and
-//! `rss_at_start_mib`).
+//! Every point runs in a fresh process (the bench re-executes itself, see
+//! [`crate::bench::child`]) whose *global* allocator is the one measured (see
+//! [`crate::bench::global_alloc`]): `system` (glibc malloc), `mimalloc` (the `mimalloc` crate),
+//! `jemalloc` (`tikv-jemallocator`) or `scalelock-pool` (`scalelock_alloc::LargePool` with its
+//! default settings over glibc). Everything the process allocates, the bench's own bookkeeping
+//! included, goes through it, as in a program that sets `#[global_allocator]`. No allocator
+//! inherits another's heap, page tables or resident memory, and memory figures are the
+//! process's own.
+//!
+//! # Memory
+//!
+//! Beyond the common fields, each point reports in its JSON `params`:
+//! - `sys_ns_per_op`: system CPU time per operation (page faults, `mmap`, `madvise`);
+//! - `peak_rss_mib`: the process's peak resident memory (VmHWM), warm-up included;
+//! - `rss_after_free_mib`: resident memory once every block is freed and the threads are gone;
+//! - `rss_after_decay_mib`: resident memory [`DECAY_WAIT_MS`] later (the pool's default decay
+//!   time and a margin), during which one thread allocated and freed one 64 KiB block every
+//!   10 ms, as a server that is idle but alive does: what each allocator gave back to the OS;
+//! - `rss_at_start_mib`: resident memory before the first allocation of the point.
 
 use super::{Point, Selection, Workload};
+use crate::bench::child;
+use crate::bench::global_alloc::{self, GLOBAL_POOL};
 use crate::bench::harness::{measure, Measurement, Trial};
 use crossbeam_utils::CachePadded;
 use scalelock_alloc::LargePool;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const MIN: usize = 16 << 10;
 const MAX: usize = 1 << 20;
@@ -38,6 +52,14 @@ const BATCH: usize = 8;
 const INBOX_BATCHES: usize = 2;
 const REMOTE_ONE_IN: u64 = 4;
 const POLL_EVERY: u64 = 16;
+
+/// How long after the last free `rss_after_decay_mib` is read: the pool's default decay time
+/// and a quarter of it as margin.
+pub const DECAY_WAIT_MS: u64 = scalelock_alloc::Config::new().decay_ms * 5 / 4;
+/// The idle-but-alive traffic during the decay wait: one block of this size every
+/// [`NUDGE_EVERY`].
+const NUDGE_BYTES: usize = 64 << 10;
+const NUDGE_EVERY: Duration = Duration::from_millis(10);
 
 /// The allocators compared, as they appear in the `lock` column.
 pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "scalelock-pool"];
@@ -52,8 +74,12 @@ impl Workload for LargeAlloc {
 
     fn about(&self) -> &'static str {
         "Allocations of 16 KiB to 1 MiB (uniform), one byte written per page, 4 live per thread, \
-         a quarter freed by another thread; glibc, mimalloc, jemalloc and the scalelock pool as \
-         explicit allocator instances. Seed 000: MySQL's large mallocs under one global mutex."
+         a quarter freed by another thread. Each point runs in a process of its own whose global \
+         allocator is the one measured: glibc, mimalloc, jemalloc (tikv-jemallocator), or the \
+         scalelock pool with its defaults. Memory per point, from that process: peak RSS, RSS \
+         after the last free, and RSS after the pool's decay time (1.25 s, with one 64 KiB \
+         allocation every 10 ms meanwhile). Seed 000: MySQL's large mallocs under one global \
+         mutex."
     }
 
     fn columns(&self) -> Vec<&'static str> {
@@ -69,13 +95,26 @@ impl Workload for LargeAlloc {
         for &name in ALLOCATORS.iter().filter(|a| sel.wants(a)) {
             for &threads in &sel.threads {
                 points.push(
-                    Point::new(name, threads, move |t| run_named(name, t))
-                        // An operation takes about a microsecond: one clock pair in 4.
-                        .sample_every(4)
-                        .param("min_bytes", MIN as u64)
-                        .param("max_bytes", MAX as u64)
-                        .param("live_per_thread", WINDOW as u64)
-                        .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64),
+                    Point::new(name, threads, move |t| {
+                        if child::in_child() {
+                            run_here(name, t)
+                        } else {
+                            child::run_point(
+                                "large-alloc",
+                                name,
+                                None,
+                                t,
+                                &[(global_alloc::ENV, name)],
+                            )
+                        }
+                    })
+                    // An operation takes about a microsecond: one clock pair in 4.
+                    .sample_every(4)
+                    .param("min_bytes", MIN as u64)
+                    .param("max_bytes", MAX as u64)
+                    .param("live_per_thread", WINDOW as u64)
+                    .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64)
+                    .param("decay_wait_ms", DECAY_WAIT_MS),
                 );
             }
         }
@@ -83,25 +122,47 @@ impl Workload for LargeAlloc {
     }
 }
 
-/// One pool for every point, as the other allocators keep their state from point to point
-/// (a fresh pool per point would pay every page's first touch inside the measurement).
+/// The process's global allocator, called through `std::alloc` like any Rust program does.
+struct Global;
+
+// SAFETY: forwards to the global allocator, which upholds the contract.
+unsafe impl GlobalAlloc for Global {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::dealloc(p, l) }
+    }
+}
+
+/// A pool for in-process runs (tests), when the global allocator is another.
 static POOL: LargePool = LargePool::new();
 
-fn run_named(name: &str, trial: &Trial) -> Result<Measurement, String> {
-    match name {
-        "system" => run(name, &System, trial),
-        "mimalloc" => run(name, &mimalloc::MiMalloc, trial),
-        "jemalloc" => run(name, &tikv_jemallocator::Jemalloc, trial),
-        "scalelock-pool" => {
-            let m = run(name, &POOL, trial)?;
-            let s = POOL.stats();
-            if s.lost_bytes != 0 {
-                return Err(format!("pool lost {} bytes", s.lost_bytes));
-            }
-            Ok(m)
-        }
-        other => Err(format!("unknown allocator {other}")),
+/// Measures allocator `name` in this process: through the global allocator when it is `name`
+/// (always so in a child), else through an explicit instance (tests run in-process).
+fn run_here(name: &str, trial: &Trial) -> Result<Measurement, String> {
+    let global = global_alloc::current() == name;
+    if child::in_child() && !global {
+        return Err(format!(
+            "child process runs on {}, not {name}: {} not honoured",
+            global_alloc::current(),
+            global_alloc::ENV
+        ));
     }
+    let (m, pool) = match (name, global) {
+        (_, true) => (run(name, &Global, trial)?, &GLOBAL_POOL),
+        ("system", false) => (run(name, &System, trial)?, &POOL),
+        ("mimalloc", false) => (run(name, &mimalloc::MiMalloc, trial)?, &POOL),
+        ("jemalloc", false) => (run(name, &tikv_jemallocator::Jemalloc, trial)?, &POOL),
+        ("scalelock-pool", false) => (run(name, &POOL, trial)?, &POOL),
+        (other, _) => return Err(format!("unknown allocator {other}")),
+    };
+    if name == "scalelock-pool" && pool.stats().lost_bytes != 0 {
+        return Err(format!("pool lost {} bytes", pool.stats().lost_bytes));
+    }
+    Ok(m)
 }
 
 /// A block: address and size (its layout is `size` with alignment 8).
@@ -243,6 +304,10 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     let sys = sys_time().saturating_sub(sys0);
     let peak = status_kib("VmHWM:");
     shared.drain();
+    drop(shared);
+    let after_free = status_kib("VmRSS:");
+    idle_but_alive(alloc, Duration::from_millis(DECAY_WAIT_MS));
+    let after_decay = status_kib("VmRSS:");
     if m.tally != 0 {
         return Err(format!("{name}: {} allocations returned null", m.tally));
     }
@@ -251,13 +316,16 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     let mut m = m;
     m.extra
         .push(("sys_ns_per_op", serde_json::json!(sys_ns_per_op)));
-    if let (Some(p), Some(r)) = (peak, rss0) {
-        m.extra.push((
-            "peak_rss_growth_mib",
-            serde_json::json!(p.saturating_sub(r) >> 10),
-        ));
-        m.extra
-            .push(("rss_at_start_mib", serde_json::json!(r >> 10)));
+    let mib = |kib: usize| serde_json::json!((kib as f64 / 1024.0 * 10.0).round() / 10.0);
+    for (key, value) in [
+        ("peak_rss_mib", peak),
+        ("rss_after_free_mib", after_free),
+        ("rss_after_decay_mib", after_decay),
+        ("rss_at_start_mib", rss0),
+    ] {
+        if let Some(kib) = value {
+            m.extra.push((key, mib(kib)));
+        }
     }
     if std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
         eprintln!(
@@ -266,6 +334,25 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
         );
     }
     Ok(m)
+}
+
+/// Allocates, touches and frees one small block every [`NUDGE_EVERY`] for `wait`: the traffic
+/// of an idle server, which is what drives an allocator's delayed purging (jemalloc's decay,
+/// mimalloc's purge delay, the pool's decay).
+fn idle_but_alive<A: GlobalAlloc>(alloc: &A, wait: Duration) {
+    let l = layout(NUDGE_BYTES);
+    let end = Instant::now() + wait;
+    while Instant::now() < end {
+        // SAFETY: non-zero size; the block is written inside its bounds and freed once.
+        unsafe {
+            let p = alloc.alloc(l);
+            if !p.is_null() {
+                p.write_volatile(1);
+                alloc.dealloc(p, l);
+            }
+        }
+        std::thread::sleep(NUDGE_EVERY);
+    }
 }
 
 /// System CPU time of the process.
@@ -289,4 +376,35 @@ fn status_kib(field: &str) -> Option<usize> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_allocator_can_be_the_global_one() {
+        assert_eq!(ALLOCATORS, global_alloc::NAMES);
+    }
+
+    #[test]
+    fn an_in_process_point_reports_throughput_and_memory() {
+        let trial = Trial {
+            threads: 3,
+            warmup: Duration::from_millis(5),
+            duration: Duration::from_millis(30),
+            sample_every: 4,
+        };
+        let m = run_here("scalelock-pool", &trial).unwrap();
+        assert!(m.thread_ops.iter().sum::<u64>() > 0);
+        let keys: Vec<_> = m.extra.iter().map(|e| e.0).collect();
+        for k in [
+            "sys_ns_per_op",
+            "peak_rss_mib",
+            "rss_after_free_mib",
+            "rss_after_decay_mib",
+        ] {
+            assert!(keys.contains(&k), "{keys:?}");
+        }
+    }
 }
