@@ -37,7 +37,7 @@
 use super::{Point, Selection, Workload};
 use crate::bench::child;
 use crate::bench::global_alloc::{self, GLOBAL_POOL};
-use crate::bench::harness::{measure, Measurement, Trial};
+use crate::bench::harness::{measure, Measurement, Trial, Worker};
 use crossbeam_utils::CachePadded;
 use scalelock_alloc::LargePool;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -232,6 +232,56 @@ impl<A: GlobalAlloc> Shared<'_, A> {
     }
 }
 
+/// One operation of a worker (see the module docs).
+fn one_op<A: GlobalAlloc>(s: &Shared<'_, A>, w: &mut Worker<'_>) -> u64 {
+    // SAFETY: slot `w.index` belongs to this worker (see `Shared`).
+    let local = unsafe { &mut *s.threads[w.index].local.get() };
+    let size = MIN + (w.rand() % (MAX - MIN + 1) as u64) as usize;
+    let t = w.sample();
+    // SAFETY: non-zero size.
+    let p = unsafe { s.alloc.alloc(layout(size)) };
+    w.acquired(t);
+    if p.is_null() {
+        // Counted, checked after the run: an allocator must not fail here.
+        w.tally += 1;
+        return 1;
+    }
+    let mut off = 0;
+    while off < size {
+        // SAFETY: inside the block.
+        unsafe { p.add(off).write_volatile(local.ops as u8) };
+        off += 4096;
+    }
+    let old = std::mem::replace(&mut local.window[local.next], (p as usize, size));
+    local.next = (local.next + 1) % WINDOW;
+    if old.0 != 0 {
+        if w.one_in(REMOTE_ONE_IN) {
+            local.batch.push(old);
+            if local.batch.len() == BATCH {
+                let batch = std::mem::replace(&mut local.batch, Vec::with_capacity(BATCH));
+                let next = &s.threads[(w.index + 1) % s.threads.len()].inbox;
+                let mut inbox = next.lock().expect("inbox");
+                if inbox.len() < INBOX_BATCHES {
+                    inbox.push(batch);
+                } else {
+                    drop(inbox);
+                    s.free_all(&batch);
+                }
+            }
+        } else {
+            s.free(old);
+        }
+    }
+    local.ops += 1;
+    if local.ops % POLL_EVERY == 0 {
+        let got = std::mem::take(&mut *s.threads[w.index].inbox.lock().expect("inbox"));
+        for batch in got {
+            s.free_all(&batch);
+        }
+    }
+    1
+}
+
 fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Measurement, String> {
     let n = trial.threads.max(1);
     let mut shared = Shared {
@@ -252,55 +302,17 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     };
     let rss0 = status_kib("VmRSS:");
     reset_peak_rss();
+    // A fresh process starts with nothing mapped: an unmeasured pass first, a millisecond per
+    // thread longer than the harness's warm-up, so that on a 2-core machine every thread has
+    // cycled its window and each allocator holds its steady-state memory before the measured
+    // pass (new threads, the same blocks) begins.
+    let settle = Trial {
+        duration: Duration::from_millis(n as u64),
+        ..trial.clone()
+    };
+    let settled = measure(&settle, &shared, one_op);
     let sys0 = sys_time();
-    let m = measure(trial, &shared, |s, w| {
-        // SAFETY: slot `w.index` belongs to this worker (see `Shared`).
-        let local = unsafe { &mut *s.threads[w.index].local.get() };
-        let size = MIN + (w.rand() % (MAX - MIN + 1) as u64) as usize;
-        let t = w.sample();
-        // SAFETY: non-zero size.
-        let p = unsafe { s.alloc.alloc(layout(size)) };
-        w.acquired(t);
-        if p.is_null() {
-            // Counted, checked after the run: an allocator must not fail here.
-            w.tally += 1;
-            return 1;
-        }
-        let mut off = 0;
-        while off < size {
-            // SAFETY: inside the block.
-            unsafe { p.add(off).write_volatile(local.ops as u8) };
-            off += 4096;
-        }
-        let old = std::mem::replace(&mut local.window[local.next], (p as usize, size));
-        local.next = (local.next + 1) % WINDOW;
-        if old.0 != 0 {
-            if w.one_in(REMOTE_ONE_IN) {
-                local.batch.push(old);
-                if local.batch.len() == BATCH {
-                    let batch = std::mem::replace(&mut local.batch, Vec::with_capacity(BATCH));
-                    let next = &s.threads[(w.index + 1) % s.threads.len()].inbox;
-                    let mut inbox = next.lock().expect("inbox");
-                    if inbox.len() < INBOX_BATCHES {
-                        inbox.push(batch);
-                    } else {
-                        drop(inbox);
-                        s.free_all(&batch);
-                    }
-                }
-            } else {
-                s.free(old);
-            }
-        }
-        local.ops += 1;
-        if local.ops % POLL_EVERY == 0 {
-            let got = std::mem::take(&mut *s.threads[w.index].inbox.lock().expect("inbox"));
-            for batch in got {
-                s.free_all(&batch);
-            }
-        }
-        1
-    });
+    let m = measure(trial, &shared, one_op);
     let sys = sys_time().saturating_sub(sys0);
     let peak = status_kib("VmHWM:");
     shared.drain();
@@ -308,8 +320,11 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     let after_free = status_kib("VmRSS:");
     idle_but_alive(alloc, Duration::from_millis(DECAY_WAIT_MS));
     let after_decay = status_kib("VmRSS:");
-    if m.tally != 0 {
-        return Err(format!("{name}: {} allocations returned null", m.tally));
+    if m.tally + settled.tally != 0 {
+        return Err(format!(
+            "{name}: {} allocations returned null",
+            m.tally + settled.tally
+        ));
     }
     let ops = m.thread_ops.iter().sum::<u64>().max(1);
     let sys_ns_per_op = sys.as_nanos() as f64 / m.ops_all.max(ops) as f64;
