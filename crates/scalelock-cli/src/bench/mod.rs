@@ -10,6 +10,7 @@ pub mod global_alloc;
 pub mod harness;
 pub mod locks;
 pub mod machine;
+pub mod memory;
 pub mod output;
 pub mod report;
 pub mod stats;

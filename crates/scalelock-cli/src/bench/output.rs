@@ -276,6 +276,7 @@ pub fn table(run: &Run) -> String {
                 }
                 out.push('\n');
             }
+            out.push_str(&super::memory::table_rows(&g, width));
         }
     }
     if !last_workload.is_empty() {

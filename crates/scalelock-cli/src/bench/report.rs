@@ -270,6 +270,14 @@ fn section(h: &mut String, g: &Group<'_>, ours: &str) -> Result<(), String> {
                 g, &series, &threads, ours, title, unit, metric, fmt,
             )?);
         }
+        if super::memory::has_memory(g) {
+            for (title, metric) in super::memory::PLOTS {
+                let mib = super::memory::mib;
+                h.push_str(&line_plot(
+                    g, &series, &threads, ours, title, "MiB", metric, mib,
+                )?);
+            }
+        }
     }
     h.push_str("</div>\n<div class=\"legend\">");
     for s in &series {

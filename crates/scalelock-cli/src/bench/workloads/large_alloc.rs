@@ -23,16 +23,36 @@
 //! inherits another's heap, page tables or resident memory, and memory figures are the
 //! process's own.
 //!
+//! Before the measured pass, unmeasured passes run until every thread has done 32 operations
+//! (at most 3 s), so that each allocator holds its steady-state memory: how much memory a point
+//! holds otherwise depends on how far its threads got, which a slow allocator would win.
+//!
 //! # Memory
 //!
 //! Beyond the common fields, each point reports in its JSON `params`:
 //! - `sys_ns_per_op`: system CPU time per operation (page faults, `mmap`, `madvise`);
-//! - `peak_rss_mib`: the process's peak resident memory (VmHWM), warm-up included;
+//! - `peak_rss_mib`: the process's peak resident memory (VmHWM), settling passes included;
 //! - `rss_after_free_mib`: resident memory once every block is freed and the threads are gone;
 //! - `rss_after_decay_mib`: resident memory [`DECAY_WAIT_MS`] later (the pool's default decay
 //!   time and a margin), during which one thread allocated and freed one 64 KiB block every
 //!   10 ms, as a server that is idle but alive does: what each allocator gave back to the OS;
-//! - `rss_at_start_mib`: resident memory before the first allocation of the point.
+//! - `rss_at_start_mib`: resident memory before the first allocation of the point;
+//! - `settle_ms`, `settle_min_thread_ops`: how long settling took, and how far the slowest
+//!   thread got;
+//! - `thp_faults`: transparent huge pages the kernel allocated on page faults during the
+//!   measured pass, machine-wide (`thp_fault_alloc` in /proc/vmstat).
+//!
+//! # mimalloc's numbers
+//!
+//! The `mimalloc` crate builds mimalloc 3, which asks for transparent huge pages on its arenas
+//! (`madvise(MADV_HUGEPAGE)`, its `allow_thp` option, on by default where THP is not `never`).
+//! Where the kernel's THP `defrag` setting is `madvise` (the default of common distributions),
+//! such a fault allocates a 2 MiB page and compacts memory synchronously when none is free: on
+//! a machine whose memory is fragmented (a long-running host with a large page cache), a page
+//! fault then costs milliseconds of system time, and mimalloc's throughput falls by orders of
+//! magnitude; `thp_faults` and `sys_ns_per_op` show it. With `MIMALLOC_ALLOW_THP=0` in the
+//! environment the same runs return to the range of the others. The bench measures mimalloc
+//! as a user who adds the crate gets it, so it keeps the default.
 
 use super::{Point, Selection, Workload};
 use crate::bench::child;
@@ -60,6 +80,10 @@ pub const DECAY_WAIT_MS: u64 = scalelock_alloc::Config::new().decay_ms * 5 / 4;
 /// [`NUDGE_EVERY`].
 const NUDGE_BYTES: usize = 64 << 10;
 const NUDGE_EVERY: Duration = Duration::from_millis(10);
+/// Operations every thread completes before the measured pass (see `run`).
+const SETTLE_OPS: u64 = 32;
+/// The most time spent getting there.
+const SETTLE_LIMIT: Duration = Duration::from_secs(3);
 
 /// The allocators compared, as they appear in the `lock` column.
 pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "scalelock-pool"];
@@ -78,7 +102,10 @@ impl Workload for LargeAlloc {
          allocator is the one measured: glibc, mimalloc, jemalloc (tikv-jemallocator), or the \
          scalelock pool with its defaults. Memory per point, from that process: peak RSS, RSS \
          after the last free, and RSS after the pool's decay time (1.25 s, with one 64 KiB \
-         allocation every 10 ms meanwhile). Seed 000: MySQL's large mallocs under one global \
+         allocation every 10 ms meanwhile). mimalloc 3 asks for transparent huge pages: where \
+         the kernel compacts memory on such faults (THP defrag `madvise`, fragmented memory), its \
+         page faults cost milliseconds (see `thp_faults`, `sys_ns_per_op`); \
+         MIMALLOC_ALLOW_THP=0 removes that. Seed 000: MySQL's large mallocs under one global \
          mutex."
     }
 
@@ -302,15 +329,30 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     };
     let rss0 = status_kib("VmRSS:");
     reset_peak_rss();
-    // A fresh process starts with nothing mapped: an unmeasured pass first, a millisecond per
-    // thread longer than the harness's warm-up, so that on a 2-core machine every thread has
-    // cycled its window and each allocator holds its steady-state memory before the measured
-    // pass (new threads, the same blocks) begins.
+    // A fresh process starts with nothing mapped, and how much memory a point holds depends on
+    // how far its threads got: unmeasured passes first, until every thread has done
+    // SETTLE_OPS operations (its window, batches and inbox cycled) or SETTLE_LIMIT has passed,
+    // so that each allocator holds its steady-state memory before the measured pass (new
+    // threads, the same blocks) begins.
     let settle = Trial {
         duration: Duration::from_millis(n as u64),
         ..trial.clone()
     };
-    let settled = measure(&settle, &shared, one_op);
+    let settle_start = Instant::now();
+    let mut settle_tally = 0;
+    let settled_ops = loop {
+        settle_tally += measure(&settle, &shared, one_op).tally;
+        let least = (0..n)
+            // SAFETY: every worker of the pass has been joined (see `Shared`).
+            .map(|i| unsafe { (*shared.threads[i].local.get()).ops })
+            .min()
+            .unwrap_or(0);
+        if least >= SETTLE_OPS || settle_start.elapsed() >= SETTLE_LIMIT {
+            break least;
+        }
+    };
+    let settle_ms = settle_start.elapsed().as_millis() as u64;
+    let thp0 = thp_faults();
     let sys0 = sys_time();
     let m = measure(trial, &shared, one_op);
     let sys = sys_time().saturating_sub(sys0);
@@ -320,10 +362,11 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     let after_free = status_kib("VmRSS:");
     idle_but_alive(alloc, Duration::from_millis(DECAY_WAIT_MS));
     let after_decay = status_kib("VmRSS:");
-    if m.tally + settled.tally != 0 {
+    let thp = thp_faults().zip(thp0).map(|(b, a)| b.saturating_sub(a));
+    if m.tally + settle_tally != 0 {
         return Err(format!(
             "{name}: {} allocations returned null",
-            m.tally + settled.tally
+            m.tally + settle_tally
         ));
     }
     let ops = m.thread_ops.iter().sum::<u64>().max(1);
@@ -341,6 +384,12 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
         if let Some(kib) = value {
             m.extra.push((key, mib(kib)));
         }
+    }
+    m.extra.push(("settle_ms", serde_json::json!(settle_ms)));
+    m.extra
+        .push(("settle_min_thread_ops", serde_json::json!(settled_ops)));
+    if let Some(thp) = thp {
+        m.extra.push(("thp_faults", serde_json::json!(thp)));
     }
     if std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
         eprintln!(
@@ -379,6 +428,14 @@ fn sys_time() -> Duration {
         ru
     };
     Duration::new(ru.ru_stime.tv_sec as u64, ru.ru_stime.tv_usec as u32 * 1000)
+}
+
+/// Transparent huge pages the kernel allocated on a page fault, machine-wide, since boot
+/// (`thp_fault_alloc` in /proc/vmstat).
+fn thp_faults() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/vmstat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("thp_fault_alloc "))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Resets the kernel's peak-RSS mark (VmHWM) of this process, where the kernel allows it.
