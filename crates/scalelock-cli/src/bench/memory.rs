@@ -13,8 +13,11 @@ pub const FIELDS: [(&str, &str); 3] = [
     ("rss_after_decay_mib", "RSS after the decay time"),
 ];
 
+/// A figure of a record, if it has one.
+pub type Metric = fn(&Record) -> Option<f64>;
+
 /// The plots the report draws for a group with memory figures: title and metric.
-pub const PLOTS: [(&str, fn(&Record) -> Option<f64>); 2] = [
+pub const PLOTS: [(&str, Metric); 2] = [
     ("Peak RSS of the point's process (lower is better)", |r| {
         field(r, "peak_rss_mib")
     }),
