@@ -39,6 +39,9 @@
 //! - `rss_at_start_mib`: resident memory before the first allocation of the point;
 //! - `settle_ms`, `settle_min_thread_ops`: how long settling took, and how far the slowest
 //!   thread got;
+//! - `pool_carved_mib`, `pool_depot_dirty_mib`, `pool_purged_total_mib` (the pool only): the
+//!   memory it carved, its free blocks still resident in the depot after the decay wait, and
+//!   what it gave back to the OS in total;
 //! - `thp_faults`: transparent huge pages the kernel allocated on page faults during the
 //!   measured pass, machine-wide (`thp_fault_alloc` in /proc/vmstat).
 //!
@@ -186,8 +189,18 @@ fn run_here(name: &str, trial: &Trial) -> Result<Measurement, String> {
         ("scalelock-pool", false) => (run(name, &POOL, trial)?, &POOL),
         (other, _) => return Err(format!("unknown allocator {other}")),
     };
-    if name == "scalelock-pool" && pool.stats().lost_bytes != 0 {
-        return Err(format!("pool lost {} bytes", pool.stats().lost_bytes));
+    let mut m = m;
+    if name == "scalelock-pool" {
+        let s = pool.stats();
+        if s.lost_bytes != 0 {
+            return Err(format!("pool lost {} bytes", s.lost_bytes));
+        }
+        // Where the pool's memory is at the end of the point (after the decay wait).
+        let mib = |b: usize| serde_json::json!(b >> 20);
+        m.extra.push(("pool_carved_mib", mib(s.carved_bytes)));
+        m.extra.push(("pool_depot_dirty_mib", mib(s.cached_bytes)));
+        m.extra
+            .push(("pool_purged_total_mib", mib(s.purged_bytes as usize)));
     }
     Ok(m)
 }
