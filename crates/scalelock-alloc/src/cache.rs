@@ -5,7 +5,7 @@
 //! ```text
 //!   thread_local CACHE (const-initialised plain data: no lazy init, no destructor)
 //!     state   UNINIT -> BUSY -> LIVE -> DEAD
-//!     ticks   operations; every 16th runs decay if due, every 1024th also flushes the classes
+//!     ticks   operations; every 4th runs decay if due, every 1024th also flushes the classes
 //!             unused since the previous one
 //!     slots[4]  { inner: pool bound to the slot (holds one ref),
 //!                 bytes: cached in the slot, kept under the pool's thread-cache budget,
@@ -45,9 +45,9 @@ use crate::depot::Inner;
 const SLOTS: usize = 4;
 /// Every 1024th operation of a thread returns the classes it stopped using to the depot.
 const TICK_MASK: u32 = 1023;
-/// Every 16th operation of a thread gives decay its chance (a coarse clock read when not due),
+/// Every 4th operation of a thread gives decay its chance (a coarse clock read when not due),
 /// so that a pool with any traffic at all returns idle memory on time.
-const DECAY_MASK: u32 = 15;
+const DECAY_MASK: u32 = 3;
 
 const UNINIT: u8 = 0;
 const BUSY: u8 = 1;
@@ -211,7 +211,7 @@ fn bind<'a>(tc: &'a ThreadCache, inner: &Inner) -> Option<&'a Slot> {
     Some(&tc.slots[i])
 }
 
-/// Counts an operation on class `c`; every 16th checks decay, every 1024th runs [`tick_slow`].
+/// Counts an operation on class `c`; every 4th checks decay, every 1024th runs [`tick_slow`].
 #[inline]
 fn tick(tc: &ThreadCache, s: &Slot, inner: &Inner, c: usize) {
     s.classes[c].used.set(true);

@@ -43,7 +43,7 @@
 //!
 //! Each class counts the bytes in its `full` stack (`cached`), the lowest value it reached in
 //! the current epoch (`low`) and in the previous one (`prev_low`). An epoch lasts a quarter of
-//! the decay time, on a fixed grid. At the end of each epoch (seen by a thread cache every 16
+//! the decay time, on a fixed grid. At the end of each epoch (seen by a thread cache every 4
 //! of its operations, when it flushes, and when its thread exits), the thread that wins the
 //! `next_decay` CAS purges the bytes that sat unused through the last two epochs,
 //! `sum(min(prev_low, low)) - retain`, largest classes first, and moves those magazines to

@@ -56,7 +56,7 @@
 //!   [`Config::decay_ms`] (default 1 s) are given back to the OS (`madvise(MADV_DONTNEED)`):
 //!   a block reaching the depot at time t is back before t + `decay_ms` (three quarters of it,
 //!   plus the time to the next decay check), as long as some thread uses the pool meanwhile —
-//!   each thread checks the clock every 16 of its pool operations, and when it exits. A process
+//!   each thread checks the clock every 4 of its pool operations, and when it exits. A process
 //!   whose threads all stopped using the pool keeps the depot until the next use or
 //!   [`LargePool::trim`], which gives back everything the depot holds at once.
 //! - **Rounding**: a block is at most 25% larger than the request above four pages; pages of it

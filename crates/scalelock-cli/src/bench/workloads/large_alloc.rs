@@ -23,9 +23,10 @@
 //! inherits another's heap, page tables or resident memory, and memory figures are the
 //! process's own.
 //!
-//! Before the measured pass, unmeasured passes run until every thread has done 32 operations
-//! (at most 3 s), so that each allocator holds its steady-state memory: how much memory a point
-//! holds otherwise depends on how far its threads got, which a slow allocator would win.
+//! Before the measured pass, unmeasured passes run until the threads have done 32 operations
+//! each on average (at most 3 s), so that each allocator holds its steady-state memory: how
+//! much memory a point holds otherwise depends on how far its threads got, which a slow
+//! allocator would win.
 //!
 //! # Memory
 //!
@@ -37,8 +38,8 @@
 //!   time and a margin), during which one thread allocated and freed one 64 KiB block every
 //!   10 ms, as a server that is idle but alive does: what each allocator gave back to the OS;
 //! - `rss_at_start_mib`: resident memory before the first allocation of the point;
-//! - `settle_ms`, `settle_min_thread_ops`: how long settling took, and how far the slowest
-//!   thread got;
+//! - `settle_ms`, `settle_mean_thread_ops`, `settle_min_thread_ops`: how long settling took,
+//!   and how far the threads got on average and the slowest one;
 //! - `pool_carved_mib`, `pool_depot_dirty_mib`, `pool_purged_total_mib` (the pool only): the
 //!   memory it carved, its free blocks still resident in the depot after the decay wait, and
 //!   what it gave back to the OS in total;
@@ -83,7 +84,7 @@ pub const DECAY_WAIT_MS: u64 = scalelock_alloc::Config::new().decay_ms * 5 / 4;
 /// [`NUDGE_EVERY`].
 const NUDGE_BYTES: usize = 64 << 10;
 const NUDGE_EVERY: Duration = Duration::from_millis(10);
-/// Operations every thread completes before the measured pass (see `run`).
+/// Operations per thread, on average, before the measured pass (see `run`).
 const SETTLE_OPS: u64 = 32;
 /// The most time spent getting there.
 const SETTLE_LIMIT: Duration = Duration::from_secs(3);
@@ -343,8 +344,10 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     let rss0 = status_kib("VmRSS:");
     reset_peak_rss();
     // A fresh process starts with nothing mapped, and how much memory a point holds depends on
-    // how far its threads got: unmeasured passes first, until every thread has done
-    // SETTLE_OPS operations (its window, batches and inbox cycled) or SETTLE_LIMIT has passed,
+    // how far its threads got: unmeasured passes first, until the threads have done SETTLE_OPS
+    // operations each on average (windows, batches and inboxes cycled; with 64 threads per
+    // core, some thread may not run at all in a short pass, so not every one) or SETTLE_LIMIT
+    // has passed,
     // so that each allocator holds its steady-state memory before the measured pass (new
     // threads, the same blocks) begins.
     let settle = Trial {
@@ -353,15 +356,15 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     };
     let settle_start = Instant::now();
     let mut settle_tally = 0;
-    let settled_ops = loop {
+    let (settled_mean, settled_least) = loop {
         settle_tally += measure(&settle, &shared, one_op).tally;
-        let least = (0..n)
-            // SAFETY: every worker of the pass has been joined (see `Shared`).
+        // SAFETY: every worker of the pass has been joined (see `Shared`).
+        let ops: Vec<u64> = (0..n)
             .map(|i| unsafe { (*shared.threads[i].local.get()).ops })
-            .min()
-            .unwrap_or(0);
-        if least >= SETTLE_OPS || settle_start.elapsed() >= SETTLE_LIMIT {
-            break least;
+            .collect();
+        let total: u64 = ops.iter().sum();
+        if total >= n as u64 * SETTLE_OPS || settle_start.elapsed() >= SETTLE_LIMIT {
+            break (total / n as u64, ops.into_iter().min().unwrap_or(0));
         }
     };
     let settle_ms = settle_start.elapsed().as_millis() as u64;
@@ -400,7 +403,9 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     }
     m.extra.push(("settle_ms", serde_json::json!(settle_ms)));
     m.extra
-        .push(("settle_min_thread_ops", serde_json::json!(settled_ops)));
+        .push(("settle_mean_thread_ops", serde_json::json!(settled_mean)));
+    m.extra
+        .push(("settle_min_thread_ops", serde_json::json!(settled_least)));
     if let Some(thp) = thp {
         m.extra.push(("thp_faults", serde_json::json!(thp)));
     }
