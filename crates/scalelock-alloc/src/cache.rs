@@ -39,7 +39,7 @@
 use core::cell::Cell;
 use core::ptr;
 
-use crate::class::{class_size, magazine_cap, MAX_CLASSES};
+use crate::class::{class_size, magazine_cap, may_serve, MAX_CLASSES};
 use crate::depot::Inner;
 
 const SLOTS: usize = 4;
@@ -329,7 +329,7 @@ fn alloc_slow(s: &Slot, inner: &Inner, c: usize) -> (*mut u8, bool) {
 /// their sum.
 #[cold]
 fn borrow(s: &Slot, inner: &Inner, c: usize) -> Option<(*mut u8, bool)> {
-    let bigger = (c + 1..inner.classes().end).take_while(|&b| class_size(b) <= 2 * class_size(c));
+    let bigger = (c + 1..inner.classes().end).take_while(|&b| may_serve(b, c));
     for b in bigger.clone() {
         let cc = &s.classes[b];
         for m in [cc.loaded.get(), cc.prev.get()] {

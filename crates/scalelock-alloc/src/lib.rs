@@ -38,7 +38,8 @@
 //!   block of a larger class up to twice the size is used before new memory is carved: it is
 //!   already resident, and the footprint follows the peak of all classes together rather than
 //!   the sum of each class's own peak.
-//! - `realloc` within a class returns the same pointer; `alloc_zeroed` skips the memset when the
+//! - `realloc` to a size the block could serve (its class, or down to half its size) returns
+//!   the same pointer; `alloc_zeroed` skips the memset when the
 //!   block is known zero (fresh, or purged).
 //! - Several pools can live in one process (each thread caches for up to four at a time); a
 //!   dropped pool stays mapped until the last thread caching for it has flushed.
@@ -546,7 +547,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for LargePool<A> {
         let fits = self.serves(new_size, layout.align());
         if let (true, Some(inner)) = (ours, inner) {
             let c = inner.class_of_ptr(p);
-            if fits && class::class_of(new_size) == c {
+            // In place when the block could have been handed out for `new_size`: its own class,
+            // or one at most twice the size (a block taken from a larger class stays put).
+            if fits && class::may_serve(c, class::class_of(new_size)) {
                 return p;
             }
             // SAFETY: the caller guarantees `new_size` with `layout.align()` is a valid layout.
