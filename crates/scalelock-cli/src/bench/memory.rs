@@ -54,6 +54,14 @@ pub fn table_rows(g: &Group<'_>, width: usize) -> String {
     }
     let threads = g.threads();
     for (key, title) in FIELDS {
+        let measured = g.series().iter().any(|s| {
+            threads
+                .iter()
+                .any(|&t| g.get(s, t).and_then(|r| field(r, key)).is_some())
+        });
+        if !measured {
+            continue;
+        }
         let _ = writeln!(out, "  {title} (MiB)");
         for s in g.series() {
             let _ = write!(out, "  {s:<width$}");
@@ -92,6 +100,10 @@ mod tests {
             "{rows}"
         );
         assert!(rows.contains("RSS after the decay time (MiB)"), "{rows}");
+        assert!(
+            !rows.contains("after the last free"),
+            "unmeasured field shown: {rows}"
+        );
         assert_eq!(PLOTS[0].1(&recs[0]), Some(42.4));
         assert_eq!(table_rows(&gs[1], 10), "");
     }

@@ -36,7 +36,8 @@
 //! - `rss_after_free_mib`: resident memory once every block is freed and the threads are gone;
 //! - `rss_after_decay_mib`: resident memory [`DECAY_WAIT_MS`] later (the pool's default decay
 //!   time and a margin), during which one thread allocated and freed one 64 KiB block every
-//!   10 ms, as a server that is idle but alive does: what each allocator gave back to the OS;
+//!   10 ms, as a server that is idle but alive does: what each allocator gave back to the OS
+//!   (not measured with `--quick`, which skips the wait);
 //! - `rss_at_start_mib`: resident memory before the first allocation of the point;
 //! - `settle_ms`, `settle_mean_thread_ops`, `settle_min_thread_ops`: how long settling took,
 //!   and how far the threads got on average and the slowest one;
@@ -80,6 +81,8 @@ const POLL_EVERY: u64 = 16;
 /// How long after the last free `rss_after_decay_mib` is read: the pool's default decay time
 /// and a quarter of it as margin.
 pub const DECAY_WAIT_MS: u64 = scalelock_alloc::Config::new().decay_ms * 5 / 4;
+/// Tells a child how long its decay wait is, in ms (0: none); [`DECAY_WAIT_MS`] when unset.
+const DECAY_WAIT_ENV: &str = "SCALELOCK_LARGE_ALLOC_DECAY_WAIT_MS";
 /// The idle-but-alive traffic during the decay wait: one block of this size every
 /// [`NUDGE_EVERY`].
 const NUDGE_BYTES: usize = 64 << 10;
@@ -123,6 +126,8 @@ impl Workload for LargeAlloc {
 
     fn plan(&self, sel: &Selection) -> Vec<Point> {
         let mut points = Vec::new();
+        // `--quick` skips the decay wait (1.25 s per point): no `rss_after_decay_mib` then.
+        let wait_ms = if sel.quick { 0 } else { DECAY_WAIT_MS };
         for &name in ALLOCATORS.iter().filter(|a| sel.wants(a)) {
             for &threads in &sel.threads {
                 points.push(
@@ -130,12 +135,13 @@ impl Workload for LargeAlloc {
                         if child::in_child() {
                             run_here(name, t)
                         } else {
+                            let wait = wait_ms.to_string();
                             child::run_point(
                                 "large-alloc",
                                 name,
                                 None,
                                 t,
-                                &[(global_alloc::ENV, name)],
+                                &[(global_alloc::ENV, name), (DECAY_WAIT_ENV, &wait)],
                             )
                         }
                     })
@@ -145,7 +151,7 @@ impl Workload for LargeAlloc {
                     .param("max_bytes", MAX as u64)
                     .param("live_per_thread", WINDOW as u64)
                     .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64)
-                    .param("decay_wait_ms", DECAY_WAIT_MS),
+                    .param("decay_wait_ms", wait_ms),
                 );
             }
         }
@@ -376,8 +382,16 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     shared.drain();
     drop(shared);
     let after_free = status_kib("VmRSS:");
-    idle_but_alive(alloc, Duration::from_millis(DECAY_WAIT_MS));
-    let after_decay = status_kib("VmRSS:");
+    let wait_ms = std::env::var(DECAY_WAIT_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DECAY_WAIT_MS);
+    let after_decay = if wait_ms > 0 {
+        idle_but_alive(alloc, Duration::from_millis(wait_ms));
+        status_kib("VmRSS:")
+    } else {
+        None
+    };
     let thp = thp_faults().zip(thp0).map(|(b, a)| b.saturating_sub(a));
     if m.tally + settle_tally != 0 {
         return Err(format!(
