@@ -24,9 +24,10 @@
 //! process's own.
 //!
 //! Before the measured pass, unmeasured passes run until the threads have done 32 operations
-//! each on average (at most 3 s), so that each allocator holds its steady-state memory: how
-//! much memory a point holds otherwise depends on how far its threads got, which a slow
-//! allocator would win.
+//! each on average and the process's resident memory grew by less than 5% over the last pass
+//! (at most 5 s), so that each allocator holds its steady-state memory and the measured pass
+//! pays no first touches: how much memory a point holds otherwise depends on how far its
+//! threads got, which a slow allocator would win.
 //!
 //! # Memory
 //!
@@ -90,7 +91,7 @@ const NUDGE_EVERY: Duration = Duration::from_millis(10);
 /// Operations per thread, on average, before the measured pass (see `run`).
 const SETTLE_OPS: u64 = 32;
 /// The most time spent getting there.
-const SETTLE_LIMIT: Duration = Duration::from_secs(3);
+const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The allocators compared, as they appear in the `lock` column.
 pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "scalelock-pool"];
@@ -352,8 +353,8 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     // A fresh process starts with nothing mapped, and how much memory a point holds depends on
     // how far its threads got: unmeasured passes first, until the threads have done SETTLE_OPS
     // operations each on average (windows, batches and inboxes cycled; with 64 threads per
-    // core, some thread may not run at all in a short pass, so not every one) or SETTLE_LIMIT
-    // has passed,
+    // core, some thread may not run at all in a short pass, so not every one) and the memory
+    // held stopped growing (under 5% over a pass), or SETTLE_LIMIT has passed,
     // so that each allocator holds its steady-state memory before the measured pass (new
     // threads, the same blocks) begins.
     let settle = Trial {
@@ -362,6 +363,7 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     };
     let settle_start = Instant::now();
     let mut settle_tally = 0;
+    let mut rss_before = status_kib("VmRSS:").unwrap_or(0);
     let (settled_mean, settled_least) = loop {
         settle_tally += measure(&settle, &shared, one_op).tally;
         // SAFETY: every worker of the pass has been joined (see `Shared`).
@@ -369,7 +371,11 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
             .map(|i| unsafe { (*shared.threads[i].local.get()).ops })
             .collect();
         let total: u64 = ops.iter().sum();
-        if total >= n as u64 * SETTLE_OPS || settle_start.elapsed() >= SETTLE_LIMIT {
+        let rss = status_kib("VmRSS:").unwrap_or(0);
+        // Steady: the memory held grew by less than a twentieth over the last pass.
+        let steady = rss < rss_before + rss_before / 20;
+        rss_before = rss;
+        if (total >= n as u64 * SETTLE_OPS && steady) || settle_start.elapsed() >= SETTLE_LIMIT {
             break (total / n as u64, ops.into_iter().min().unwrap_or(0));
         }
     };
