@@ -5,8 +5,8 @@
 //! ```text
 //!   thread_local CACHE (const-initialised plain data: no lazy init, no destructor)
 //!     state   UNINIT -> BUSY -> LIVE -> DEAD
-//!     ticks   operations; every 1024th flushes the classes unused since the previous one, and
-//!             runs decay if due
+//!     ticks   operations; every 4th runs decay if due, every 1024th also flushes the classes
+//!             unused since the previous one
 //!     slots[4]  { inner: pool bound to the slot (holds one ref),
 //!                 bytes: cached in the slot, kept under the pool's thread-cache budget,
 //!                 classes[c]: { loaded, prev, used } }
@@ -39,11 +39,15 @@
 use core::cell::Cell;
 use core::ptr;
 
-use crate::class::{class_size, magazine_cap, MAX_CLASSES};
+use crate::class::{class_size, magazine_cap, may_serve, MAX_CLASSES};
 use crate::depot::Inner;
 
 const SLOTS: usize = 4;
+/// Every 1024th operation of a thread returns the classes it stopped using to the depot.
 const TICK_MASK: u32 = 1023;
+/// Every 4th operation of a thread gives decay its chance (a coarse clock read when not due),
+/// so that a pool with any traffic at all returns idle memory on time.
+const DECAY_MASK: u32 = 3;
 
 const UNINIT: u8 = 0;
 const BUSY: u8 = 1;
@@ -207,14 +211,18 @@ fn bind<'a>(tc: &'a ThreadCache, inner: &Inner) -> Option<&'a Slot> {
     Some(&tc.slots[i])
 }
 
-/// Counts an operation on class `c`; every 1024th runs [`tick_slow`].
+/// Counts an operation on class `c`; every 4th checks decay, every 1024th runs [`tick_slow`].
 #[inline]
 fn tick(tc: &ThreadCache, s: &Slot, inner: &Inner, c: usize) {
     s.classes[c].used.set(true);
     let t = tc.ticks.get().wrapping_add(1);
     tc.ticks.set(t);
-    if t & TICK_MASK == 0 {
-        tick_slow(s, inner);
+    if t & DECAY_MASK == 0 {
+        if t & TICK_MASK == 0 {
+            tick_slow(s, inner);
+        } else {
+            inner.maintain();
+        }
     }
 }
 
@@ -288,7 +296,12 @@ fn alloc_slow(s: &Slot, inner: &Inner, c: usize) -> (*mut u8, bool) {
             s.bytes.set(s.bytes.get() + inner.mag(full).count() * size);
             return take(full);
         }
-        // Nothing cached anywhere: carve fresh blocks into an empty magazine.
+        // Nothing of this class anywhere: a free block of a slightly larger class is already
+        // resident, where carving would make more memory resident.
+        if let Some(r) = borrow(s, inner, c) {
+            return r;
+        }
+        // Carve fresh blocks into an empty magazine.
         let m = if loaded != 0 {
             loaded
         } else if prev != 0 {
@@ -307,6 +320,29 @@ fn alloc_slow(s: &Slot, inner: &Inner, c: usize) -> (*mut u8, bool) {
         s.bytes.set(s.bytes.get() + inner.mag(m).count() * size);
         take(m)
     }
+}
+
+/// A free block of one of the classes above `c`, at most twice its size: from this thread's
+/// cache, else from the depot. The block keeps its class (its address says which), so it goes
+/// back to that class when freed. Without this, each class would hold its own peak of free
+/// blocks, and the pool's footprint would be the sum of the classes' peaks, not the peak of
+/// their sum.
+#[cold]
+fn borrow(s: &Slot, inner: &Inner, c: usize) -> Option<(*mut u8, bool)> {
+    let bigger = (c + 1..inner.classes().end).take_while(|&b| may_serve(b, c));
+    for b in bigger.clone() {
+        let cc = &s.classes[b];
+        for m in [cc.loaded.get(), cc.prev.get()] {
+            if m != 0 {
+                // SAFETY: the thread cache owns its magazines.
+                if let Some(r) = unsafe { inner.mag(m).pop() } {
+                    s.bytes.set(s.bytes.get() - class_size(b));
+                    return Some(r);
+                }
+            }
+        }
+    }
+    bigger.into_iter().find_map(|b| inner.take_one(b))
 }
 
 /// Frees a block of class `c`.

@@ -46,6 +46,14 @@ pub const fn class_of(size: usize) -> usize {
     4 + (k as usize - 2) * 4 + idx
 }
 
+/// Whether a block of class `block` may serve a request of class `request`: the same class, or
+/// a larger one at most twice its size (see `cache::borrow`; `realloc` keeps such a block in
+/// place).
+#[inline]
+pub const fn may_serve(block: usize, request: usize) -> bool {
+    block >= request && class_size(block) <= 2 * class_size(request)
+}
+
 /// The block size of class `c`, in bytes.
 #[inline]
 pub const fn class_size(c: usize) -> usize {
@@ -132,6 +140,15 @@ mod tests {
         assert_eq!(class_size(MAX_CLASSES - 1), MAX_CAP);
         assert_eq!(class_of(4 << 20), 35);
         assert_eq!(class_of(1), 0);
+    }
+
+    #[test]
+    fn a_block_serves_its_class_and_requests_down_to_half_its_size() {
+        let c = class_of(640 << 10);
+        assert!(may_serve(c, c));
+        assert!(may_serve(c, class_of(400 << 10)));
+        assert!(!may_serve(c, class_of(250 << 10)));
+        assert!(!may_serve(class_of(300 << 10), c));
     }
 
     #[test]

@@ -41,11 +41,16 @@
 //!
 //! # Decay
 //!
-//! Each class counts the bytes in its `full` stack (`cached`) and the lowest value it reached in
-//! the current epoch (`low`). Every `decay` (checked by each thread cache every 1024 operations
-//! and when it flushes), the thread that wins the `next_decay` CAS purges the bytes that sat
-//! unused through the whole epoch, `sum(low) - retain`, largest classes first, and moves those
-//! magazines to `clean`. [`Inner::trim`] purges everything at once.
+//! Each class counts the bytes in its `full` stack (`cached`), the lowest value it reached in
+//! the current epoch (`low`) and in the previous one (`prev_low`). An epoch lasts a quarter of
+//! the decay time, on a fixed grid. At the end of each epoch (seen by a thread cache every 4
+//! of its operations, when it flushes, and when its thread exits), the thread that wins the
+//! `next_decay` CAS purges the bytes that sat unused through the last two epochs,
+//! `sum(min(prev_low, low)) - retain`, largest classes first, and moves those magazines to
+//! `clean`. So a block that reaches the depot at time t is purged, if nobody takes it, at the
+//! third epoch end after t: never before t + decay / 2, and by t + 3 decay / 4 plus the time to
+//! the next decay check. Memory left idle goes back to the OS within the decay time as long as
+//! some thread uses the pool now and then. [`Inner::trim`] purges everything at once.
 //!
 //! # Lifetime
 //!
@@ -184,6 +189,8 @@ struct ClassDepot {
     cached: CachePadded<AtomicUsize>,
     /// The lowest `cached` seen this decay epoch.
     low: AtomicUsize,
+    /// The lowest `cached` seen in the previous decay epoch (after its purge).
+    prev_low: AtomicUsize,
     /// Bytes in `clean`.
     clean_bytes: AtomicUsize,
 }
@@ -512,26 +519,38 @@ impl Inner {
 
     /// One block without a thread cache (thread exiting, cache unavailable): `(block, zero)`.
     pub fn alloc_direct(&self, c: usize) -> (*mut u8, bool) {
-        let m = self.pop_nonempty(c);
-        if m != 0 {
-            let mag = self.mag(m);
-            // SAFETY: `m` was just popped and is ours; it holds at least one block.
-            unsafe {
-                let r = mag.pop();
-                if mag.count() > 0 {
-                    self.push_full(c, m);
-                } else {
-                    self.push_empty(c, m);
-                }
-                if let Some(r) = r {
-                    return r;
-                }
-            }
+        if let Some(r) = self.take_one(c) {
+            return r;
         }
         match self.carve(c, 1) {
             Some((p, _)) => (p as *mut u8, true),
             None => (ptr::null_mut(), false),
         }
+    }
+
+    /// One free block of class `c` from the depot, if it holds any: `(block, zero)`.
+    pub fn take_one(&self, c: usize) -> Option<(*mut u8, bool)> {
+        let m = self.pop_nonempty(c);
+        if m == 0 {
+            return None;
+        }
+        let mag = self.mag(m);
+        // SAFETY: `m` was just popped and is ours; it holds at least one block.
+        unsafe {
+            let r = mag.pop();
+            if mag.count() > 0 {
+                self.push_full(c, m);
+            } else {
+                self.push_empty(c, m);
+            }
+            r
+        }
+    }
+
+    /// The classes this pool serves.
+    #[inline]
+    pub fn classes(&self) -> core::ops::Range<usize> {
+        self.lo..self.lo + self.nclasses
     }
 
     /// Frees one block without a thread cache.
@@ -564,26 +583,28 @@ impl Inner {
         self.lost.fetch_add(class_size(c) as u64, Ordering::Relaxed);
     }
 
-    /// Runs decay if its time has come. Cheap when it has not.
+    /// Runs decay if its time has come (see the module comment). Cheap when it has not.
     pub fn maintain(&self) {
         let now = os::coarse_now_ns();
         let next = self.next_decay.load(Ordering::Relaxed);
         if now < next {
             return;
         }
+        let epoch = (self.decay_ns / 4).max(1);
+        // On the grid, unless the pool sat unused for more than an epoch past it.
+        let new_next = if now - next < epoch {
+            next + epoch
+        } else {
+            now + epoch
+        };
         if self
             .next_decay
-            .compare_exchange(
-                next,
-                now + self.decay_ns,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
+            .compare_exchange(next, new_next, Ordering::Relaxed, Ordering::Relaxed)
             .is_err()
         {
             return;
         }
-        // Bytes that stayed cached through the whole epoch, per class.
+        // Bytes that stayed cached through the last two epochs, per class.
         let mut idle = [0usize; MAX_CLASSES];
         let mut total = 0usize;
         for (c, slot) in idle
@@ -594,8 +615,9 @@ impl Inner {
         {
             let d = self.depot(c);
             let cur = d.cached.load(Ordering::Relaxed);
-            let low = d.low.swap(cur, Ordering::Relaxed);
-            *slot = low.min(cur);
+            let low = d.low.load(Ordering::Relaxed);
+            let prev = d.prev_low.load(Ordering::Relaxed);
+            *slot = cur.min(low).min(prev);
             total += *slot;
         }
         let mut excess = total.saturating_sub(self.retain);
@@ -606,6 +628,13 @@ impl Inner {
             let done = self.purge_class(c, idle[c].min(excess));
             excess = excess.saturating_sub(done);
         }
+        // A new epoch: its low starts at what is cached now.
+        for c in self.lo..self.lo + self.nclasses {
+            let d = self.depot(c);
+            let cur = d.cached.load(Ordering::Relaxed);
+            let low = d.low.swap(cur, Ordering::Relaxed);
+            d.prev_low.store(low.min(cur), Ordering::Relaxed);
+        }
     }
 
     /// Purges every cached block now.
@@ -613,6 +642,7 @@ impl Inner {
         for c in self.lo..self.lo + self.nclasses {
             self.purge_class(c, usize::MAX);
             self.depot(c).low.store(0, Ordering::Relaxed);
+            self.depot(c).prev_low.store(0, Ordering::Relaxed);
         }
     }
 

@@ -22,6 +22,8 @@
 //!     | empty / full
 //!   depot[class]: lock-free tagged stacks of whole magazines     <- one CAS per magazine
 //!     | nothing cached
+//!   a larger class (up to 2x), thread cache then depot           <- already resident
+//!     | nothing there either
 //!   region[class]: bump pointer in a reserved range, committed in 4 MiB steps
 //!     | region exhausted or commit refused
 //!   backing allocator (null if it fails too: never an abort)
@@ -32,16 +34,40 @@
 //! - One `mmap(PROT_NONE, MAP_NORESERVE)` reservation per pool holds its metadata and one region
 //!   per class, so ownership is an address comparison and a block needs no header.
 //! - A free from another thread goes into the freeing thread's cache: as cheap as a local one.
-//! - Freed memory in the depot beyond [`Config::retain_bytes`] that stays unused for
-//!   [`Config::decay_ms`] is purged (`madvise(MADV_DONTNEED)`); [`LargePool::trim`] purges at once.
-//! - `realloc` within a class returns the same pointer; `alloc_zeroed` skips the memset when the
+//! - When neither the thread cache nor the depot holds a block of the requested class, a free
+//!   block of a larger class up to twice the size is used before new memory is carved: it is
+//!   already resident, and the footprint follows the peak of all classes together rather than
+//!   the sum of each class's own peak.
+//! - `realloc` to a size the block could serve (its class, or down to half its size) returns
+//!   the same pointer; `alloc_zeroed` skips the memset when the
 //!   block is known zero (fresh, or purged).
-//! - A thread's cache holds at most [`Config::thread_cache_bytes`] (4 MiB) of free blocks; it
-//!   returns a class unused for 1024 of its operations to the depot, and everything when the
-//!   thread exits (a thread-local destructor; allocations made after it go to the depot
-//!   directly).
 //! - Several pools can live in one process (each thread caches for up to four at a time); a
 //!   dropped pool stays mapped until the last thread caching for it has flushed.
+//!
+//! # Footprint
+//!
+//! What the pool keeps resident beyond the blocks the program holds, and when it gives it back:
+//!
+//! - **A thread cache** holds at most [`Config::thread_cache_bytes`] (default 1 MiB) of free
+//!   blocks per pool, all classes together, plus at most one block between two frees. A class
+//!   the thread has not used in 1024 of its pool operations goes back to the depot, and
+//!   everything goes back when the thread exits.
+//! - **The depot** holds what thread caches return. Its free bytes beyond
+//!   [`Config::retain_bytes`] (default 64 MiB) that nobody takes for half of
+//!   [`Config::decay_ms`] (default 1 s) are given back to the OS (`madvise(MADV_DONTNEED)`):
+//!   a block reaching the depot at time t is back before t + `decay_ms` (three quarters of it,
+//!   plus the time to the next decay check), as long as some thread uses the pool meanwhile —
+//!   each thread checks the clock every 4 of its pool operations, and when it exits. A process
+//!   whose threads all stopped using the pool keeps the depot until the next use or
+//!   [`LargePool::trim`], which gives back everything the depot holds at once.
+//! - **Rounding**: a block is at most 25% larger than the request above four pages; pages of it
+//!   the program never writes are not resident, but a block reused for a smaller request keeps
+//!   the pages an earlier, larger one wrote.
+//! - **Address space**: one `PROT_NONE` reservation (16 GiB per class by default) costs no
+//!   memory; only what is carved is committed, in 4 MiB steps per class.
+//!
+//! The crate's `footprint` test holds the pool to this: a burst of 1 GiB of 1 MiB blocks, freed
+//! by another thread, is back under a tenth of the peak within the decay time.
 //!
 //! See the comments at the top of `depot.rs` and `cache.rs` for the structures and their states.
 //!
@@ -91,20 +117,21 @@ pub struct Config {
     pub cap: usize,
     /// Freed bytes the depot keeps resident indefinitely (default 64 MiB).
     pub retain_bytes: usize,
-    /// How long freed bytes beyond `retain_bytes` stay resident unused before they are
-    /// purged (default 1000 ms).
+    /// Freed bytes beyond `retain_bytes` that stay unused in the depot for half this time are
+    /// purged, at the latest this long after they reached the depot (default 1000 ms; see the
+    /// crate docs' Footprint section).
     pub decay_ms: u64,
     /// Address space reserved per size class (default 16 GiB; a power of two, at least 1 GiB).
     /// A class whose region is full forwards to the backing allocator.
     pub class_span: usize,
     /// Bytes of free blocks one thread may keep in its cache, all classes together (default
-    /// 4 MiB). Beyond it, a free sends the class's magazines to the depot. Bounds the memory
-    /// idle threads hold: a server with 500 threads caches at most 2 GiB.
+    /// 1 MiB). Beyond it, a free sends the class's magazines to the depot. Bounds the memory
+    /// idle threads hold: a server with 500 threads caches at most 500 MiB.
     pub thread_cache_bytes: usize,
 }
 
 impl Config {
-    /// The defaults: 4 KiB to 4 MiB, 64 MiB retained, 1 s decay, 16 GiB per class, 4 MiB per
+    /// The defaults: 4 KiB to 4 MiB, 64 MiB retained, 1 s decay, 16 GiB per class, 1 MiB per
     /// thread cache.
     ///
     /// ```
@@ -117,7 +144,7 @@ impl Config {
             retain_bytes: 64 << 20,
             decay_ms: 1000,
             class_span: 16 << 30,
-            thread_cache_bytes: 4 << 20,
+            thread_cache_bytes: 1 << 20,
         }
     }
 
@@ -520,7 +547,9 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for LargePool<A> {
         let fits = self.serves(new_size, layout.align());
         if let (true, Some(inner)) = (ours, inner) {
             let c = inner.class_of_ptr(p);
-            if fits && class::class_of(new_size) == c {
+            // In place when the block could have been handed out for `new_size`: its own class,
+            // or one at most twice the size (a block taken from a larger class stays put).
+            if fits && class::may_serve(c, class::class_of(new_size)) {
                 return p;
             }
             // SAFETY: the caller guarantees `new_size` with `layout.align()` is a valid layout.

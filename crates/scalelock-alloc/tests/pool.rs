@@ -253,7 +253,7 @@ fn trim_gives_every_cached_block_back() {
 fn memory_beyond_retain_decays_after_the_decay_time() {
     let pool = LargePool::with_config(
         std::alloc::System,
-        Config::new().retain_bytes(2 << 20).decay_ms(30),
+        Config::new().retain_bytes(2 << 20).decay_ms(60),
     );
     let _w = watchdog("decay", Duration::from_secs(30));
     let l = layout(512 << 10, 8);
@@ -282,6 +282,7 @@ fn memory_beyond_retain_decays_after_the_decay_time() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let s = pool.stats();
+    // Never before half the decay time (less the coarse clock's 4 ms tick).
     assert!(
         start.elapsed() >= Duration::from_millis(25),
         "decayed before its time"
@@ -348,7 +349,10 @@ fn more_pools_than_cache_slots_work_in_one_thread() {
 
 #[test]
 fn a_thread_returns_blocks_of_a_class_it_stopped_using() {
-    let pool = LargePool::with_config(std::alloc::System, Config::new().decay_ms(60_000));
+    let pool = LargePool::with_config(
+        std::alloc::System,
+        Config::new().decay_ms(60_000).thread_cache_bytes(4 << 20),
+    );
     let big = layout(256 << 10, 8);
     let small = layout(8 << 10, 8);
     // SAFETY: non-zero sizes; each block freed once.
@@ -410,4 +414,35 @@ fn an_impossible_reservation_leaves_everything_to_the_backing_allocator() {
         pool.dealloc(p, l);
     }
     assert_eq!(pool.backing().get(), (1, 1));
+}
+
+#[test]
+fn an_empty_class_takes_a_free_block_up_to_twice_its_size_before_carving() {
+    let pool = LargePool::new();
+    let big = layout(600 << 10, 8);
+    let small = layout(400 << 10, 8);
+    let tiny = layout(100 << 10, 8);
+    // SAFETY: non-zero sizes; each block freed once with the layout it was allocated with.
+    unsafe {
+        let p = pool.alloc(big);
+        let big_class = pool.usable_size(p).unwrap();
+        pool.dealloc(p, big);
+        let carved = pool.stats().carved_bytes;
+        let q = pool.alloc(small);
+        assert_eq!(q, p, "the free 640 KiB block serves a 400 KiB request");
+        assert_eq!(pool.stats().carved_bytes, carved, "nothing carved");
+        assert_eq!(
+            pool.usable_size(q),
+            Some(big_class),
+            "the block keeps its class"
+        );
+        q.write_bytes(3, small.size());
+        pool.dealloc(q, small);
+        let r = pool.alloc(tiny);
+        assert_ne!(r, p, "a block more than twice the size is not used");
+        pool.dealloc(r, tiny);
+        let again = pool.alloc(big);
+        assert_eq!(again, p, "freed back into its own class");
+        pool.dealloc(again, big);
+    }
 }

@@ -19,6 +19,10 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// glibc, unless a `large-alloc` child process is told to run on another allocator.
+#[global_allocator]
+static GLOBAL: bench::global_alloc::Switch = bench::global_alloc::Switch;
+
 /// Self-tuning locks for database servers on many-core machines.
 #[derive(Parser, Debug)]
 #[command(name = "scalelock", version, arg_required_else_help = true)]
@@ -196,6 +200,9 @@ fn bench_after_help() -> String {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = bench::child::serve() {
+        return code;
+    }
     let command = Cli::command().mut_subcommand("bench", |c| c.after_help(bench_after_help()));
     let cli = match Cli::from_arg_matches(&command.get_matches()) {
         Ok(cli) => cli,

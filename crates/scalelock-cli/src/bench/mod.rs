@@ -5,11 +5,14 @@
 //! - [`harness`]: threads on a barrier, warm-up, fixed-duration measurement, sampled latency;
 //! - [`stats`]: percentiles, fairness, ratios; [`output`]: table, JSON, CSV; [`report`]: HTML.
 
+pub mod child;
 pub mod compare;
+pub mod global_alloc;
 pub mod harness;
 pub mod locks;
 pub mod machine;
 pub mod markdown;
+pub mod memory;
 pub mod output;
 pub mod report;
 pub mod stats;

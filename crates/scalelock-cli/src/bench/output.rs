@@ -442,6 +442,7 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
                     ratio_rows(&mut out, &g, ours, &threads, width);
                 }
             }
+            out.push_str(&super::memory::table_rows(&g, width));
         }
     }
     if !last_workload.is_empty() {

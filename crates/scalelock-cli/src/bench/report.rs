@@ -291,6 +291,14 @@ fn section(
                 g, &series, &threads, ours, title, unit, metric, fmt,
             )?);
         }
+        if super::memory::has_memory(g) {
+            for (title, metric) in super::memory::PLOTS {
+                let mib = super::memory::mib;
+                h.push_str(&line_plot(
+                    g, &series, &threads, ours, title, "MiB", metric, mib,
+                )?);
+            }
+        }
     }
     h.push_str("</div>\n");
     numbers_table(h, g, &series, &threads, ours);

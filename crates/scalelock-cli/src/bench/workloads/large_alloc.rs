@@ -12,24 +12,64 @@
 //! itself). A thread holds at most 28 blocks, about 14 MiB, so 128 threads stay under 2 GiB.
 //! Allocation latency is sampled.
 //!
-//! Allocators are explicit instances, not the global allocator: `system` (glibc), `mimalloc`,
-//! `jemalloc` (tikv-jemallocator) and `scalelock-pool` (one `scalelock_alloc::LargePool` over
-//! `System`, kept from point to point like the others' state).
+//! # One process per point, each allocator as its users get it
 //!
-//! Beyond the common fields, each point measures its system CPU time per operation and how far
-//! the process's peak RSS during the point rose above its RSS at the start (allocators measured
-//! earlier keep what they retain, so the absolute peak would blame them on later ones). Both go
-//! into the JSON record's `params`: `sys_ns_per_op`, `peak_rss_growth_mib` (and
-//! `rss_at_start_mib`).
+//! Every point runs in a fresh process (the bench re-executes itself, see
+//! [`crate::bench::child`]) whose *global* allocator is the one measured (see
+//! [`crate::bench::global_alloc`]): `system` (glibc malloc), `mimalloc` (the `mimalloc` crate),
+//! `jemalloc` (`tikv-jemallocator`) or `scalelock-pool` (`scalelock_alloc::LargePool` with its
+//! default settings over glibc). Everything the process allocates, the bench's own bookkeeping
+//! included, goes through it, as in a program that sets `#[global_allocator]`. No allocator
+//! inherits another's heap, page tables or resident memory, and memory figures are the
+//! process's own.
+//!
+//! Before the measured pass, unmeasured passes run until the threads have done 32 operations
+//! each on average and the process's resident memory grew by less than 5% over the last pass
+//! (at most 5 s), so that each allocator holds its steady-state memory and the measured pass
+//! pays no first touches: how much memory a point holds otherwise depends on how far its
+//! threads got, which a slow allocator would win.
+//!
+//! # Memory
+//!
+//! Beyond the common fields, each point reports in its JSON `params`:
+//! - `sys_ns_per_op`: system CPU time per operation (page faults, `mmap`, `madvise`);
+//! - `peak_rss_mib`: the process's peak resident memory (VmHWM), settling passes included;
+//! - `rss_after_free_mib`: resident memory once every block is freed and the threads are gone;
+//! - `rss_after_decay_mib`: resident memory [`DECAY_WAIT_MS`] later (the pool's default decay
+//!   time and a margin), during which one thread allocated and freed one 64 KiB block every
+//!   10 ms, as a server that is idle but alive does: what each allocator gave back to the OS
+//!   (not measured with `--quick`, which skips the wait);
+//! - `rss_at_start_mib`: resident memory before the first allocation of the point;
+//! - `settle_ms`, `settle_mean_thread_ops`, `settle_min_thread_ops`: how long settling took,
+//!   and how far the threads got on average and the slowest one;
+//! - `pool_carved_mib`, `pool_depot_dirty_mib`, `pool_purged_total_mib` (the pool only): the
+//!   memory it carved, its free blocks still resident in the depot after the decay wait, and
+//!   what it gave back to the OS in total;
+//! - `thp_faults`: transparent huge pages the kernel allocated on page faults during the
+//!   measured pass, machine-wide (`thp_fault_alloc` in /proc/vmstat).
+//!
+//! # mimalloc's numbers
+//!
+//! The `mimalloc` crate builds mimalloc 3, which asks for transparent huge pages on its arenas
+//! (`madvise(MADV_HUGEPAGE)`, its `allow_thp` option, on by default where THP is not `never`).
+//! Where the kernel's THP `defrag` setting is `madvise` (the default of common distributions),
+//! such a fault allocates a 2 MiB page and compacts memory synchronously when none is free: on
+//! a machine whose memory is fragmented (a long-running host with a large page cache), a page
+//! fault then costs milliseconds of system time, and mimalloc's throughput falls by orders of
+//! magnitude; `thp_faults` and `sys_ns_per_op` show it. With `MIMALLOC_ALLOW_THP=0` in the
+//! environment the same runs return to the range of the others. The bench measures mimalloc
+//! as a user who adds the crate gets it, so it keeps the default.
 
 use super::{Point, Selection, Workload};
-use crate::bench::harness::{measure, Measurement, Trial};
+use crate::bench::child;
+use crate::bench::global_alloc::{self, GLOBAL_POOL};
+use crate::bench::harness::{measure, Measurement, Trial, Worker};
 use crossbeam_utils::CachePadded;
 use scalelock_alloc::LargePool;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const MIN: usize = 16 << 10;
 const MAX: usize = 1 << 20;
@@ -38,6 +78,20 @@ const BATCH: usize = 8;
 const INBOX_BATCHES: usize = 2;
 const REMOTE_ONE_IN: u64 = 4;
 const POLL_EVERY: u64 = 16;
+
+/// How long after the last free `rss_after_decay_mib` is read: the pool's default decay time
+/// and a quarter of it as margin.
+pub const DECAY_WAIT_MS: u64 = scalelock_alloc::Config::new().decay_ms * 5 / 4;
+/// Tells a child how long its decay wait is, in ms (0: none); [`DECAY_WAIT_MS`] when unset.
+const DECAY_WAIT_ENV: &str = "SCALELOCK_LARGE_ALLOC_DECAY_WAIT_MS";
+/// The idle-but-alive traffic during the decay wait: one block of this size every
+/// [`NUDGE_EVERY`].
+const NUDGE_BYTES: usize = 64 << 10;
+const NUDGE_EVERY: Duration = Duration::from_millis(10);
+/// Operations per thread, on average, before the measured pass (see `run`).
+const SETTLE_OPS: u64 = 32;
+/// The most time spent getting there.
+const SETTLE_LIMIT: Duration = Duration::from_secs(5);
 
 /// The allocators compared, as they appear in the `lock` column.
 pub const ALLOCATORS: [&str; 4] = ["system", "mimalloc", "jemalloc", "scalelock-pool"];
@@ -52,8 +106,19 @@ impl Workload for LargeAlloc {
 
     fn about(&self) -> &'static str {
         "Allocations of 16 KiB to 1 MiB (uniform), one byte written per page, 4 live per thread, \
-         a quarter freed by another thread; glibc, mimalloc, jemalloc and the scalelock pool as \
-         explicit allocator instances. Seed 000: MySQL's large mallocs under one global mutex."
+         a quarter freed by another thread. Each point runs in a process of its own whose global \
+         allocator is the one measured: glibc, mimalloc, jemalloc (tikv-jemallocator), or the \
+         scalelock pool with its defaults. Memory per point, from that process: peak RSS, RSS \
+         after the last free, and RSS after the pool's decay time (1.25 s, with one 64 KiB \
+         allocation every 10 ms meanwhile). mimalloc 3 asks for transparent huge pages: where \
+         the kernel compacts memory on such faults (THP defrag `madvise`, fragmented memory), its \
+         page faults cost milliseconds (see `thp_faults`, `sys_ns_per_op`); \
+         MIMALLOC_ALLOW_THP=0 removes that. Reproduces a database server's large per-query \
+         buffers served by an allocator that takes one global lock for them."
+    }
+
+    fn latency_label(&self) -> &'static str {
+        "allocation latency"
     }
 
     fn columns(&self) -> Vec<&'static str> {
@@ -66,16 +131,32 @@ impl Workload for LargeAlloc {
 
     fn plan(&self, sel: &Selection) -> Vec<Point> {
         let mut points = Vec::new();
+        // `--quick` skips the decay wait (1.25 s per point): no `rss_after_decay_mib` then.
+        let wait_ms = if sel.quick { 0 } else { DECAY_WAIT_MS };
         for &name in ALLOCATORS.iter().filter(|a| sel.wants(a)) {
             for &threads in &sel.threads {
                 points.push(
-                    Point::new(name, threads, move |t| run_named(name, t))
-                        // An operation takes about a microsecond: one clock pair in 4.
-                        .sample_every(4)
-                        .param("min_bytes", MIN as u64)
-                        .param("max_bytes", MAX as u64)
-                        .param("live_per_thread", WINDOW as u64)
-                        .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64),
+                    Point::new(name, threads, move |t| {
+                        if child::in_child() {
+                            run_here(name, t)
+                        } else {
+                            let wait = wait_ms.to_string();
+                            child::run_point(
+                                "large-alloc",
+                                name,
+                                None,
+                                t,
+                                &[(global_alloc::ENV, name), (DECAY_WAIT_ENV, &wait)],
+                            )
+                        }
+                    })
+                    // An operation takes about a microsecond: one clock pair in 4.
+                    .sample_every(4)
+                    .param("min_bytes", MIN as u64)
+                    .param("max_bytes", MAX as u64)
+                    .param("live_per_thread", WINDOW as u64)
+                    .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64)
+                    .param("decay_wait_ms", wait_ms),
                 );
             }
         }
@@ -83,25 +164,57 @@ impl Workload for LargeAlloc {
     }
 }
 
-/// One pool for every point, as the other allocators keep their state from point to point
-/// (a fresh pool per point would pay every page's first touch inside the measurement).
+/// The process's global allocator, called through `std::alloc` like any Rust program does.
+struct Global;
+
+// SAFETY: forwards to the global allocator, which upholds the contract.
+unsafe impl GlobalAlloc for Global {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: forwarded from the caller.
+        unsafe { std::alloc::dealloc(p, l) }
+    }
+}
+
+/// A pool for in-process runs (tests), when the global allocator is another.
 static POOL: LargePool = LargePool::new();
 
-fn run_named(name: &str, trial: &Trial) -> Result<Measurement, String> {
-    match name {
-        "system" => run(name, &System, trial),
-        "mimalloc" => run(name, &mimalloc::MiMalloc, trial),
-        "jemalloc" => run(name, &tikv_jemallocator::Jemalloc, trial),
-        "scalelock-pool" => {
-            let m = run(name, &POOL, trial)?;
-            let s = POOL.stats();
-            if s.lost_bytes != 0 {
-                return Err(format!("pool lost {} bytes", s.lost_bytes));
-            }
-            Ok(m)
-        }
-        other => Err(format!("unknown allocator {other}")),
+/// Measures allocator `name` in this process: through the global allocator when it is `name`
+/// (always so in a child), else through an explicit instance (tests run in-process).
+fn run_here(name: &str, trial: &Trial) -> Result<Measurement, String> {
+    let global = global_alloc::current() == name;
+    if child::in_child() && !global {
+        return Err(format!(
+            "child process runs on {}, not {name}: {} not honoured",
+            global_alloc::current(),
+            global_alloc::ENV
+        ));
     }
+    let (m, pool) = match (name, global) {
+        (_, true) => (run(name, &Global, trial)?, &GLOBAL_POOL),
+        ("system", false) => (run(name, &System, trial)?, &POOL),
+        ("mimalloc", false) => (run(name, &mimalloc::MiMalloc, trial)?, &POOL),
+        ("jemalloc", false) => (run(name, &tikv_jemallocator::Jemalloc, trial)?, &POOL),
+        ("scalelock-pool", false) => (run(name, &POOL, trial)?, &POOL),
+        (other, _) => return Err(format!("unknown allocator {other}")),
+    };
+    let mut m = m;
+    if name == "scalelock-pool" {
+        let s = pool.stats();
+        if s.lost_bytes != 0 {
+            return Err(format!("pool lost {} bytes", s.lost_bytes));
+        }
+        // Where the pool's memory is at the end of the point (after the decay wait).
+        let mib = |b: usize| serde_json::json!(b >> 20);
+        m.extra.push(("pool_carved_mib", mib(s.carved_bytes)));
+        m.extra.push(("pool_depot_dirty_mib", mib(s.cached_bytes)));
+        m.extra
+            .push(("pool_purged_total_mib", mib(s.purged_bytes as usize)));
+    }
+    Ok(m)
 }
 
 /// A block: address and size (its layout is `size` with alignment 8).
@@ -171,6 +284,56 @@ impl<A: GlobalAlloc> Shared<'_, A> {
     }
 }
 
+/// One operation of a worker (see the module docs).
+fn one_op<A: GlobalAlloc>(s: &Shared<'_, A>, w: &mut Worker<'_>) -> u64 {
+    // SAFETY: slot `w.index` belongs to this worker (see `Shared`).
+    let local = unsafe { &mut *s.threads[w.index].local.get() };
+    let size = MIN + (w.rand() % (MAX - MIN + 1) as u64) as usize;
+    let t = w.sample();
+    // SAFETY: non-zero size.
+    let p = unsafe { s.alloc.alloc(layout(size)) };
+    w.acquired(t);
+    if p.is_null() {
+        // Counted, checked after the run: an allocator must not fail here.
+        w.tally += 1;
+        return 1;
+    }
+    let mut off = 0;
+    while off < size {
+        // SAFETY: inside the block.
+        unsafe { p.add(off).write_volatile(local.ops as u8) };
+        off += 4096;
+    }
+    let old = std::mem::replace(&mut local.window[local.next], (p as usize, size));
+    local.next = (local.next + 1) % WINDOW;
+    if old.0 != 0 {
+        if w.one_in(REMOTE_ONE_IN) {
+            local.batch.push(old);
+            if local.batch.len() == BATCH {
+                let batch = std::mem::replace(&mut local.batch, Vec::with_capacity(BATCH));
+                let next = &s.threads[(w.index + 1) % s.threads.len()].inbox;
+                let mut inbox = next.lock().expect("inbox");
+                if inbox.len() < INBOX_BATCHES {
+                    inbox.push(batch);
+                } else {
+                    drop(inbox);
+                    s.free_all(&batch);
+                }
+            }
+        } else {
+            s.free(old);
+        }
+    }
+    local.ops += 1;
+    if local.ops % POLL_EVERY == 0 {
+        let got = std::mem::take(&mut *s.threads[w.index].inbox.lock().expect("inbox"));
+        for batch in got {
+            s.free_all(&batch);
+        }
+    }
+    1
+}
+
 fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Measurement, String> {
     let n = trial.threads.max(1);
     let mut shared = Shared {
@@ -191,73 +354,84 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
     };
     let rss0 = status_kib("VmRSS:");
     reset_peak_rss();
+    // A fresh process starts with nothing mapped, and how much memory a point holds depends on
+    // how far its threads got: unmeasured passes first, until the threads have done SETTLE_OPS
+    // operations each on average (windows, batches and inboxes cycled; with 64 threads per
+    // core, some thread may not run at all in a short pass, so not every one) and the memory
+    // held stopped growing (under 5% over a pass), or SETTLE_LIMIT has passed,
+    // so that each allocator holds its steady-state memory before the measured pass (new
+    // threads, the same blocks) begins.
+    let settle = Trial {
+        duration: Duration::from_millis(n as u64),
+        ..trial.clone()
+    };
+    let settle_start = Instant::now();
+    let mut settle_tally = 0;
+    let mut rss_before = status_kib("VmRSS:").unwrap_or(0);
+    let (settled_mean, settled_least) = loop {
+        settle_tally += measure(&settle, &shared, one_op).tally;
+        // SAFETY: every worker of the pass has been joined (see `Shared`).
+        let ops: Vec<u64> = (0..n)
+            .map(|i| unsafe { (*shared.threads[i].local.get()).ops })
+            .collect();
+        let total: u64 = ops.iter().sum();
+        let rss = status_kib("VmRSS:").unwrap_or(0);
+        // Steady: the memory held grew by less than a twentieth over the last pass.
+        let steady = rss < rss_before + rss_before / 20;
+        rss_before = rss;
+        if (total >= n as u64 * SETTLE_OPS && steady) || settle_start.elapsed() >= SETTLE_LIMIT {
+            break (total / n as u64, ops.into_iter().min().unwrap_or(0));
+        }
+    };
+    let settle_ms = settle_start.elapsed().as_millis() as u64;
+    let thp0 = thp_faults();
     let sys0 = sys_time();
-    let m = measure(trial, &shared, |s, w| {
-        // SAFETY: slot `w.index` belongs to this worker (see `Shared`).
-        let local = unsafe { &mut *s.threads[w.index].local.get() };
-        let size = MIN + (w.rand() % (MAX - MIN + 1) as u64) as usize;
-        let t = w.sample();
-        // SAFETY: non-zero size.
-        let p = unsafe { s.alloc.alloc(layout(size)) };
-        w.acquired(t);
-        if p.is_null() {
-            // Counted, checked after the run: an allocator must not fail here.
-            w.tally += 1;
-            return 1;
-        }
-        let mut off = 0;
-        while off < size {
-            // SAFETY: inside the block.
-            unsafe { p.add(off).write_volatile(local.ops as u8) };
-            off += 4096;
-        }
-        let old = std::mem::replace(&mut local.window[local.next], (p as usize, size));
-        local.next = (local.next + 1) % WINDOW;
-        if old.0 != 0 {
-            if w.one_in(REMOTE_ONE_IN) {
-                local.batch.push(old);
-                if local.batch.len() == BATCH {
-                    let batch = std::mem::replace(&mut local.batch, Vec::with_capacity(BATCH));
-                    let next = &s.threads[(w.index + 1) % s.threads.len()].inbox;
-                    let mut inbox = next.lock().expect("inbox");
-                    if inbox.len() < INBOX_BATCHES {
-                        inbox.push(batch);
-                    } else {
-                        drop(inbox);
-                        s.free_all(&batch);
-                    }
-                }
-            } else {
-                s.free(old);
-            }
-        }
-        local.ops += 1;
-        if local.ops % POLL_EVERY == 0 {
-            let got = std::mem::take(&mut *s.threads[w.index].inbox.lock().expect("inbox"));
-            for batch in got {
-                s.free_all(&batch);
-            }
-        }
-        1
-    });
+    let m = measure(trial, &shared, one_op);
     let sys = sys_time().saturating_sub(sys0);
     let peak = status_kib("VmHWM:");
     shared.drain();
-    if m.tally != 0 {
-        return Err(format!("{name}: {} allocations returned null", m.tally));
+    drop(shared);
+    let after_free = status_kib("VmRSS:");
+    let wait_ms = std::env::var(DECAY_WAIT_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DECAY_WAIT_MS);
+    let after_decay = if wait_ms > 0 {
+        idle_but_alive(alloc, Duration::from_millis(wait_ms));
+        status_kib("VmRSS:")
+    } else {
+        None
+    };
+    let thp = thp_faults().zip(thp0).map(|(b, a)| b.saturating_sub(a));
+    if m.tally + settle_tally != 0 {
+        return Err(format!(
+            "{name}: {} allocations returned null",
+            m.tally + settle_tally
+        ));
     }
     let ops = m.thread_ops.iter().sum::<u64>().max(1);
     let sys_ns_per_op = sys.as_nanos() as f64 / m.ops_all.max(ops) as f64;
     let mut m = m;
     m.extra
         .push(("sys_ns_per_op", serde_json::json!(sys_ns_per_op)));
-    if let (Some(p), Some(r)) = (peak, rss0) {
-        m.extra.push((
-            "peak_rss_growth_mib",
-            serde_json::json!(p.saturating_sub(r) >> 10),
-        ));
-        m.extra
-            .push(("rss_at_start_mib", serde_json::json!(r >> 10)));
+    let mib = |kib: usize| serde_json::json!((kib as f64 / 1024.0 * 10.0).round() / 10.0);
+    for (key, value) in [
+        ("peak_rss_mib", peak),
+        ("rss_after_free_mib", after_free),
+        ("rss_after_decay_mib", after_decay),
+        ("rss_at_start_mib", rss0),
+    ] {
+        if let Some(kib) = value {
+            m.extra.push((key, mib(kib)));
+        }
+    }
+    m.extra.push(("settle_ms", serde_json::json!(settle_ms)));
+    m.extra
+        .push(("settle_mean_thread_ops", serde_json::json!(settled_mean)));
+    m.extra
+        .push(("settle_min_thread_ops", serde_json::json!(settled_least)));
+    if let Some(thp) = thp {
+        m.extra.push(("thp_faults", serde_json::json!(thp)));
     }
     if std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
         eprintln!(
@@ -266,6 +440,25 @@ fn run<A: GlobalAlloc + Sync>(name: &str, alloc: &A, trial: &Trial) -> Result<Me
         );
     }
     Ok(m)
+}
+
+/// Allocates, touches and frees one small block every [`NUDGE_EVERY`] for `wait`: the traffic
+/// of an idle server, which is what drives an allocator's delayed purging (jemalloc's decay,
+/// mimalloc's purge delay, the pool's decay).
+fn idle_but_alive<A: GlobalAlloc>(alloc: &A, wait: Duration) {
+    let l = layout(NUDGE_BYTES);
+    let end = Instant::now() + wait;
+    while Instant::now() < end {
+        // SAFETY: non-zero size; the block is written inside its bounds and freed once.
+        unsafe {
+            let p = alloc.alloc(l);
+            if !p.is_null() {
+                p.write_volatile(1);
+                alloc.dealloc(p, l);
+            }
+        }
+        std::thread::sleep(NUDGE_EVERY);
+    }
 }
 
 /// System CPU time of the process.
@@ -279,6 +472,14 @@ fn sys_time() -> Duration {
     Duration::new(ru.ru_stime.tv_sec as u64, ru.ru_stime.tv_usec as u32 * 1000)
 }
 
+/// Transparent huge pages the kernel allocated on a page fault, machine-wide, since boot
+/// (`thp_fault_alloc` in /proc/vmstat).
+fn thp_faults() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/vmstat").ok()?;
+    let line = s.lines().find(|l| l.starts_with("thp_fault_alloc "))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Resets the kernel's peak-RSS mark (VmHWM) of this process, where the kernel allows it.
 fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
@@ -289,4 +490,35 @@ fn status_kib(field: &str) -> Option<usize> {
     let s = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = s.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_allocator_can_be_the_global_one() {
+        assert_eq!(ALLOCATORS, global_alloc::NAMES);
+    }
+
+    #[test]
+    fn an_in_process_point_reports_throughput_and_memory() {
+        let trial = Trial {
+            threads: 3,
+            warmup: Duration::from_millis(5),
+            duration: Duration::from_millis(30),
+            sample_every: 4,
+        };
+        let m = run_here("scalelock-pool", &trial).unwrap();
+        assert!(m.thread_ops.iter().sum::<u64>() > 0);
+        let keys: Vec<_> = m.extra.iter().map(|e| e.0).collect();
+        for k in [
+            "sys_ns_per_op",
+            "peak_rss_mib",
+            "rss_after_free_mib",
+            "rss_after_decay_mib",
+        ] {
+            assert!(keys.contains(&k), "{keys:?}");
+        }
+    }
 }

@@ -1,0 +1,304 @@
+//! Running one point in a process of its own.
+//!
+//! Some comparisons are only fair between processes: an allocator keeps its heap, its page
+//! tables and its resident memory from one point to the next, and two allocators in one process
+//! measure each other's leftovers. A workload whose points need a fresh process calls
+//! [`run_point`] from its point's closure; the bench then re-executes itself:
+//!
+//! ```text
+//!   parent (the bench)                         child (same binary, [`ENV`] set)
+//!   run_point(workload, lock, case, trial)
+//!     spawn current_exe, ENV = the point ---->  main() -> serve(): before the command line,
+//!                                               plan the workload for that one lock and thread
+//!                                               count, run the point's closure in-process
+//!                                               ([`in_child`] is true), print one result line
+//!     read stdout, wait    <-------------------  "scalelock-child-result {json}", exit 0
+//!     Measurement, or Err(the child's error,
+//!     its exit status and the end of stderr)
+//! ```
+//!
+//! `extra_env` lets the parent set more of the child's environment (the global allocator, see
+//! [`super::global_alloc`]). A child that runs past its deadline exits on its own (status 3),
+//! so a hung point cannot hang the bench.
+
+use super::harness::{new_histogram, Measurement, Trial};
+use super::workloads;
+use serde_json::{json, Value};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// The environment variable that makes the binary a child: the point to run, as JSON.
+pub const ENV: &str = "SCALELOCK_BENCH_CHILD";
+/// The prefix of the child's result line on its stdout.
+const RESULT: &str = "scalelock-child-result ";
+
+static IN_CHILD: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process is a child running one point (the point then measures in-process).
+///
+/// ```ignore
+/// assert!(!in_child());
+/// ```
+pub fn in_child() -> bool {
+    IN_CHILD.load(Ordering::Relaxed)
+}
+
+/// Runs the point of `workload` measuring `lock` (and `case`) under `trial` in a fresh process,
+/// with `extra_env` added to its environment, and returns what it measured.
+///
+/// ```ignore
+/// let m = run_point("large-alloc", "mimalloc", None, &trial, &[("SCALELOCK_BENCH_GLOBAL_ALLOC", "mimalloc")])?;
+/// ```
+pub fn run_point(
+    workload: &str,
+    lock: &str,
+    case: Option<&str>,
+    trial: &Trial,
+    extra_env: &[(&str, &str)],
+) -> Result<Measurement, String> {
+    let what = format!("{workload} {lock} {}t (child process)", trial.threads);
+    let exe =
+        std::env::current_exe().map_err(|e| format!("{what}: cannot find own binary: {e}"))?;
+    let spec = json!({
+        "workload": workload,
+        "lock": lock,
+        "case": case,
+        "threads": trial.threads,
+        "warmup_ns": trial.warmup.as_nanos() as u64,
+        "duration_ns": trial.duration.as_nanos() as u64,
+        "sample_every": trial.sample_every,
+    });
+    let mut cmd = Command::new(&exe);
+    cmd.env(ENV, spec.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in extra_env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("{what}: cannot start {}: {e}", exe.display()))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let result = stdout
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix(RESULT))
+        .map(serde_json::from_str::<Value>);
+    match result {
+        Some(Ok(v)) if out.status.success() => from_json(&v).map_err(|e| format!("{what}: {e}")),
+        Some(Ok(v)) if v.get("error").is_some() => Err(format!(
+            "{}{}",
+            v["error"].as_str().unwrap_or("failed"),
+            stderr_tail(&stderr)
+        )),
+        Some(Err(e)) => Err(format!(
+            "{what}: unreadable result ({e}){}",
+            stderr_tail(&stderr)
+        )),
+        _ => Err(format!(
+            "{what} ended with {} without a result{}",
+            out.status,
+            stderr_tail(&stderr)
+        )),
+    }
+}
+
+fn stderr_tail(stderr: &str) -> String {
+    let s = stderr.trim();
+    if s.is_empty() {
+        return String::new();
+    }
+    let start = s.char_indices().rev().nth(1500).map_or(0, |(i, _)| i);
+    format!("; its stderr:\n{}", &s[start..])
+}
+
+/// If this process was started by [`run_point`], runs the point and returns the exit status;
+/// otherwise `None` (the normal command line follows). Call first thing in `main`.
+///
+/// ```ignore
+/// if let Some(code) = bench::child::serve() { return code; }
+/// ```
+pub fn serve() -> Option<ExitCode> {
+    let spec = std::env::var(ENV).ok()?;
+    IN_CHILD.store(true, Ordering::Relaxed);
+    // The child is not a bench any more: nothing it starts may re-execute the binary.
+    std::env::remove_var(ENV);
+    let (line, code) = match run_spec(&spec) {
+        Ok(m) => (to_json(&m), 0),
+        Err(e) => (json!({ "error": e }), 1),
+    };
+    println!("{RESULT}{line}");
+    Some(ExitCode::from(code))
+}
+
+fn run_spec(spec: &str) -> Result<Measurement, String> {
+    let v: Value = serde_json::from_str(spec).map_err(|e| format!("bad {ENV}: {e}"))?;
+    let text = |k: &str| v[k].as_str().map(str::to_string);
+    let num = |k: &str| {
+        v[k].as_u64()
+            .ok_or_else(|| format!("bad {ENV}: no number `{k}`"))
+    };
+    let workload = text("workload").ok_or_else(|| format!("bad {ENV}: no workload"))?;
+    let lock = text("lock").ok_or_else(|| format!("bad {ENV}: no lock"))?;
+    let case = text("case");
+    let trial = Trial {
+        threads: num("threads")? as usize,
+        warmup: Duration::from_nanos(num("warmup_ns")?),
+        duration: Duration::from_nanos(num("duration_ns")?),
+        sample_every: num("sample_every")? as u32,
+    };
+    watchdog(&trial);
+    let all = workloads::all();
+    let w = all
+        .iter()
+        .find(|w| w.name() == workload)
+        .ok_or_else(|| format!("child: unknown workload `{workload}`"))?;
+    let sel = workloads::Selection {
+        locks: Some(vec![lock.clone()]),
+        threads: vec![trial.threads],
+        quick: false,
+    };
+    let point = w
+        .plan(&sel)
+        .into_iter()
+        .find(|p| p.lock == lock && p.case == case && p.threads == trial.threads)
+        .ok_or_else(|| format!("child: {workload} has no point {lock} {case:?}"))?;
+    (point.run)(&trial)
+}
+
+/// Ends the child if it runs far past what its trial needs (a hung point).
+fn watchdog(trial: &Trial) {
+    let limit = (trial.warmup + trial.duration) * 20 + Duration::from_secs(120);
+    std::thread::spawn(move || {
+        std::thread::sleep(limit);
+        eprintln!("child point still running after {limit:?}: giving up");
+        std::process::exit(3);
+    });
+}
+
+/// A measurement as JSON (the latency histogram as `[value, count]` pairs).
+fn to_json(m: &Measurement) -> Value {
+    let latency: Vec<[u64; 2]> = m
+        .latency
+        .iter_recorded()
+        .map(|v| [v.value_iterated_to(), v.count_at_value()])
+        .collect();
+    let extra: serde_json::Map<String, Value> = m
+        .extra
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), v.clone()))
+        .collect();
+    json!({
+        "thread_ops": m.thread_ops,
+        "ops_all": m.ops_all,
+        "tally": m.tally,
+        "elapsed_ns": m.elapsed.as_nanos() as u64,
+        "cpu_ns": m.cpu.as_nanos() as u64,
+        "thread_cpu_ns": m.thread_cpu.iter().map(|d| d.as_nanos() as u64).collect::<Vec<_>>(),
+        "latency": latency,
+        "extra": extra,
+    })
+}
+
+/// The inverse of [`to_json`]. Extra fields keep their names only if the workload declared
+/// them (`Measurement::extra` holds `&'static str` keys): unknown ones are leaked once per
+/// point, a few bytes.
+fn from_json(v: &Value) -> Result<Measurement, String> {
+    let bad = |k: &str| format!("malformed result: `{k}`");
+    let u64s = |k: &str| -> Result<Vec<u64>, String> {
+        v[k].as_array()
+            .ok_or_else(|| bad(k))?
+            .iter()
+            .map(|x| x.as_u64().ok_or_else(|| bad(k)))
+            .collect()
+    };
+    let num = |k: &str| v[k].as_u64().ok_or_else(|| bad(k));
+    let mut latency = new_histogram();
+    for pair in v["latency"].as_array().ok_or_else(|| bad("latency"))? {
+        let (Some(value), Some(count)) = (pair[0].as_u64(), pair[1].as_u64()) else {
+            return Err(bad("latency"));
+        };
+        latency
+            .record_n(value.max(1), count)
+            .map_err(|_| bad("latency"))?;
+    }
+    let extra = v["extra"]
+        .as_object()
+        .ok_or_else(|| bad("extra"))?
+        .iter()
+        .map(|(k, x)| (&*Box::leak(k.clone().into_boxed_str()), x.clone()))
+        .collect();
+    Ok(Measurement {
+        thread_ops: u64s("thread_ops")?,
+        ops_all: num("ops_all")?,
+        tally: num("tally")?,
+        elapsed: Duration::from_nanos(num("elapsed_ns")?),
+        cpu: Duration::from_nanos(num("cpu_ns")?),
+        thread_cpu: u64s("thread_cpu_ns")?
+            .into_iter()
+            .map(Duration::from_nanos)
+            .collect(),
+        latency,
+        extra,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_measurement_survives_the_trip_through_json() {
+        let mut latency = new_histogram();
+        latency.record_n(1500, 7).unwrap();
+        latency.record(90_000).unwrap();
+        let m = Measurement {
+            thread_ops: vec![3, 4],
+            ops_all: 9,
+            tally: 2,
+            elapsed: Duration::from_millis(20),
+            cpu: Duration::from_millis(35),
+            thread_cpu: vec![Duration::from_millis(17), Duration::from_millis(18)],
+            latency,
+            extra: vec![("peak_rss_mib", json!(12.5))],
+        };
+        let back = from_json(&serde_json::from_str(&to_json(&m).to_string()).unwrap()).unwrap();
+        assert_eq!(back.thread_ops, m.thread_ops);
+        assert_eq!((back.ops_all, back.tally), (9, 2));
+        assert_eq!((back.elapsed, back.cpu), (m.elapsed, m.cpu));
+        assert_eq!(back.thread_cpu, m.thread_cpu);
+        assert_eq!(back.latency.len(), 8);
+        assert_eq!(
+            back.latency.value_at_quantile(0.5),
+            m.latency.value_at_quantile(0.5)
+        );
+        assert_eq!(back.latency.max(), m.latency.max());
+        assert_eq!(back.extra, m.extra);
+    }
+
+    #[test]
+    fn a_malformed_result_is_an_error_naming_the_field() {
+        let e = from_json(&json!({
+            "thread_ops": [1], "ops_all": "x", "tally": 0, "elapsed_ns": 1, "cpu_ns": 1,
+            "thread_cpu_ns": [1], "latency": [], "extra": {}
+        }))
+        .err()
+        .unwrap();
+        assert!(e.contains("ops_all"), "{e}");
+    }
+
+    #[test]
+    fn the_stderr_tail_is_short_and_labelled() {
+        assert_eq!(stderr_tail("  \n"), "");
+        let long = "x".repeat(5000);
+        let t = stderr_tail(&long);
+        assert!(
+            t.starts_with("; its stderr:\n") && t.len() < 1600,
+            "{}",
+            t.len()
+        );
+    }
+}
