@@ -118,7 +118,9 @@ pub(crate) fn contended<R>(caller: usize, f: impl FnOnce() -> R) -> R {
     let want = FRAMES.load(Ordering::Relaxed);
     if want == 0
         || caller == 0
-        || CONTENDED.fetch_add(1, Ordering::Relaxed) % SAMPLE_EVERY != 0
+        || !CONTENDED
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(SAMPLE_EVERY)
         || SAMPLING.swap(true, Ordering::Acquire)
     {
         return f();
