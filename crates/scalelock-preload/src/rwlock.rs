@@ -120,10 +120,17 @@ unsafe fn wait_of(clock: Option<Clock>, ts: *const timespec) -> Wait {
 }
 
 /// A non-recursive read under `SCALELOCK_LOCK=spin`: scalelock's own read would not see the
-/// writers counted in `spinning_writers`, so retry [`RwLock::try_read`] (which does).
-fn spin_read(rw: &RwLock) {
+/// writers counted in `spinning_writers`, so retry [`RwLock::try_read`] (which does), until it
+/// succeeds or `deadline` (if any) passes. Returns whether the read lock was taken.
+fn spin_read(rw: &RwLock, deadline: Option<&Deadline>) -> bool {
     let mut spinner = Spinner::new(SpinBudget::Unbounded);
-    while !rw.try_read() {
+    loop {
+        if rw.try_read() {
+            return true;
+        }
+        if deadline.is_some_and(Deadline::has_passed) {
+            return false;
+        }
         spinner.spin();
     }
 }
@@ -173,8 +180,10 @@ impl RwLock {
         let ok = match wait {
             Wait::Invalid => return libc::EINVAL,
             Wait::Forever if mode() == Mode::Spin && !recursive => {
-                stats::waiting_at(caller, || spin_read(self));
-                true
+                stats::waiting_at(caller, || spin_read(self, None))
+            }
+            Wait::Until(d) if mode() == Mode::Spin && !recursive => {
+                stats::waiting_at(caller, || spin_read(self, Some(&d)))
             }
             Wait::Forever => {
                 stats::waiting_at(caller, || {
