@@ -23,6 +23,13 @@
 //! - Leaks: crossbeam-epoch 0.9 keeps its queue nodes and participants behind pointers stored as
 //!   integers, which Miri's leak check cannot follow (crossbeam-rs/crossbeam#579); crossbeam's CI
 //!   passes `-Zmiri-ignore-leaks`.
+//!
+//! crossbeam's CI checks crossbeam-epoch with Tree Borrows, `-Zmiri-ignore-leaks` and
+//! `-Zmiri-preemption-rate=0`. With those flags `every_retired_version_is_freed` and
+//! `tests/rcu_synchronize.rs` pass, but only because without preemption Miri switches threads
+//! where one blocks or yields, never between a collector's fence and its read of another
+//! thread's epoch: the race above is hidden, not fixed, and fewer interleavings of `rcu.rs` are
+//! explored. Tests whose threads spin without yielding cannot make progress without preemption.
 #![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
