@@ -87,6 +87,13 @@
 //! read-side critical sections short and never block inside one. [`synchronize`] inside a
 //! read-side critical section would wait for itself; it panics instead.
 //!
+//! # Checking it with Miri
+//!
+//! Miri's reports on this module's tests (a Stacked Borrows violation; a data race between a
+//! reader and a version's destructor under Tree Borrows) arise inside crossbeam-epoch 0.9 and
+//! reproduce with crossbeam-epoch alone; the header of `tests/rcu.rs` gives the evidence and the
+//! flags under which they pass.
+//!
 //! # Example
 //!
 //! ```

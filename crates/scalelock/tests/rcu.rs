@@ -1,5 +1,35 @@
 //! `scalelock::rcu`: one test per promise. Every test stops by itself within seconds and fails
 //! with a message rather than hanging.
+//!
+//! # Under Miri
+//!
+//! Miri's reports on these tests come from crossbeam-epoch 0.9, not from `rcu.rs`:
+//!
+//! - Stacked Borrows: a retag error in crossbeam-epoch's participant list
+//!   (`Local::element_of`, `&*local_ptr`), crossbeam-rs/crossbeam#545 and #878. crossbeam's own
+//!   CI checks crossbeam-epoch under Tree Borrows for this reason (crossbeam-rs/crossbeam#996).
+//! - Tree Borrows: a data race between a reader's read of a version (`check`) and that version's
+//!   destructor, with or without weak-memory emulation (it is a missing happens-before edge, not
+//!   a stale value). Under `cfg(miri)`, and on every target but x86, crossbeam-epoch's
+//!   `Local::pin` publishes the thread's new epoch with a Relaxed *store* (then a SeqCst fence).
+//!   Since C++20 (P0982R1; Miri follows it, rust-lang/miri#1641) a store no longer continues the
+//!   release sequence of the thread's previous unpin (a Release store), so a collector that reads
+//!   the re-pinned epoch and then advances does not synchronise with the reads made before that
+//!   unpin. The same pattern written against crossbeam-epoch alone (pin, load, swap,
+//!   `defer_destroy`, `flush`, read the old version, unpin) gets the same report; making that
+//!   store a read-modify-write (which continues the release sequence) in a local copy of
+//!   crossbeam-epoch makes both that program and `every_retired_version_is_freed` pass. Native
+//!   x86 builds pin with a SeqCst compare-exchange, a read-modify-write.
+//! - Leaks: crossbeam-epoch 0.9 keeps its queue nodes and participants behind pointers stored as
+//!   integers, which Miri's leak check cannot follow (crossbeam-rs/crossbeam#579); crossbeam's CI
+//!   passes `-Zmiri-ignore-leaks`.
+//!
+//! crossbeam's CI checks crossbeam-epoch with Tree Borrows, `-Zmiri-ignore-leaks` and
+//! `-Zmiri-preemption-rate=0`. With those flags `every_retired_version_is_freed` and
+//! `tests/rcu_synchronize.rs` pass, but only because without preemption Miri switches threads
+//! where one blocks or yields, never between a collector's fence and its read of another
+//! thread's epoch: the race above is hidden, not fixed, and fewer interleavings of `rcu.rs` are
+//! explored. Tests whose threads spin without yielding cannot make progress without preemption.
 #![cfg(not(loom))]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
