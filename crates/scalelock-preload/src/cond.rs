@@ -294,8 +294,8 @@ const BEGIN_GLIBC: c_int = -2;
 
 /// The start of a condvar wait, called by `cond_wait.c` before cancellation is enabled: checks
 /// the arguments, routes, and for scalelock's condvar counts the caller as a waiter, reads the
-/// sequence and releases the mutex. Returns a result for the program (`>= 0`), [`BEGIN_SLEEP`]
-/// or [`BEGIN_GLIBC`]; `w` is filled for the latter two.
+/// sequence and releases the mutex. Returns a result for the program (`>= 0`), `BEGIN_SLEEP`
+/// or `BEGIN_GLIBC`; `w` is filled for the latter two.
 ///
 /// # Safety
 /// The arguments of the `pthread_cond_*wait` being served; `w` is writable.
@@ -389,7 +389,7 @@ pub unsafe extern "C" fn scalelock_cond_wait_begin(
 /// re-takes the mutex. `err` is the sleep's errno (0 after a wake-up).
 ///
 /// # Safety
-/// `w` was filled by a [`scalelock_cond_wait_begin`] that returned [`BEGIN_SLEEP`], and is
+/// `w` was filled by a [`scalelock_cond_wait_begin`] that returned `BEGIN_SLEEP`, and is
 /// ended once (by this or by [`scalelock_cond_wait_cancelled`]).
 #[no_mangle]
 pub unsafe extern "C" fn scalelock_cond_wait_end(w: *mut Wait, err: c_int) -> c_int {
