@@ -138,36 +138,6 @@ pub fn wake(word: &AtomicU32, n: u32) -> u32 {
     }
 }
 
-/// Wakes one thread sleeping on `from` and moves the others to sleep on `to`, if `from` still
-/// holds `expected`. Returns `None` when `from` had changed (nothing was done), otherwise the number
-/// of threads woken plus requeued.
-#[inline]
-pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
-    if cfg!(miri) {
-        return wake_instead_of_requeue(from, expected);
-    }
-    super::note_wake();
-    // SAFETY: both words are live aligned atomics; FUTEX_CMP_REQUEUE uses them as keys and reads
-    // `from` for the comparison. The 4th argument carries the requeue limit by value, as the ABI
-    // of this operation specifies.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            from.as_ptr(),
-            libc::FUTEX_CMP_REQUEUE | libc::FUTEX_PRIVATE_FLAG,
-            1 as libc::c_int,
-            i32::MAX as libc::c_long,
-            to.as_ptr(),
-            expected,
-        )
-    };
-    if r < 0 {
-        None
-    } else {
-        Some(r as u32)
-    }
-}
-
 /// Moves every thread sleeping on `from` to sleep on `to`, waking none, if `from` still holds
 /// `expected`. Returns `None` when `from` had changed (nothing was done), otherwise the number of
 /// threads moved. A moved thread returns from its [`wait`] when `to` is woken (or its deadline
@@ -184,7 +154,10 @@ pub fn requeue_all(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u3
     if cfg!(miri) {
         return wake_instead_of_requeue(from, expected);
     }
-    // SAFETY: as in `requeue`; 0 threads to wake, all others moved.
+    // (No `note_wake`: this wakes nobody; the moved threads are woken by the mutex's unlock.)
+    // SAFETY: both words are live aligned atomics; FUTEX_CMP_REQUEUE uses them as keys and reads
+    // `from` for the comparison. The 3rd argument is the number to wake (none), the 4th carries
+    // the requeue limit by value, as the ABI of this operation specifies.
     let r = unsafe {
         libc::syscall(
             libc::SYS_futex,

@@ -93,34 +93,6 @@ pub fn wake(word: &AtomicU32, n: u32) -> u32 {
     woken
 }
 
-/// Model of [`futex::requeue`](super::futex::requeue).
-pub fn requeue(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
-    let (lock, cv) = &*TABLE;
-    let mut table = lock.lock().unwrap();
-    if from.load(Ordering::SeqCst) != expected {
-        return None;
-    }
-    let (kf, kt) = (key(from), key(to));
-    let mut count = 0;
-    let mut woke = false;
-    table.sleepers.retain_mut(|s| {
-        if s.0 != kf {
-            return true;
-        }
-        count += 1;
-        if !woke {
-            woke = true;
-            return false;
-        }
-        s.0 = kt;
-        true
-    });
-    if woke {
-        cv.notify_all();
-    }
-    Some(count)
-}
-
 /// Model of [`futex::requeue_all`](super::futex::requeue_all).
 pub fn requeue_all(from: &AtomicU32, expected: u32, to: &AtomicU32) -> Option<u32> {
     let (lock, _) = &*TABLE;

@@ -252,8 +252,8 @@ static WAKE_LATENCY_NS: GlobalU32 = GlobalU32::new(0);
 /// When the last wake was issued (monotonic ns; 0: none), read by the thread it woke.
 static WAKE_STAMP_NS: GlobalU64 = GlobalU64::new(0);
 
-/// Notes that a lock is about to wake a sleeper. `futex::wake` and `futex::requeue` call it
-/// right before their system call; locks need not. Code that puts threads to sleep some other
+/// Notes that a lock is about to wake a sleeper. `futex::wake` calls it right before its system
+/// call; locks need not. Code that puts threads to sleep some other
 /// way (a condition variable of its own, a pipe) can call it before its wake-up, and
 /// [`note_woken`] in the thread that wakes, to teach the spin budgets what sleeping costs.
 ///
