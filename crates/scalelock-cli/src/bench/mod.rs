@@ -379,7 +379,10 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     );
     let estimate: Duration = order
         .iter()
-        .map(|&(i, _)| run_estimate(plan[i].1.threads, cpus, warmup, duration))
+        .map(|&(i, _)| {
+            let point = &plan[i].1;
+            run_estimate(point.threads, cpus, warmup, duration) + point.overhead
+        })
         .sum();
     eprintln!(
         "scalelock bench: {} points × {repeat} run{} of {} ms (+{} ms warm-up), threads {:?}: \

@@ -79,6 +79,16 @@ const INBOX_BATCHES: usize = 2;
 const REMOTE_ONE_IN: u64 = 4;
 const POLL_EVERY: u64 = 16;
 
+/// What a point's run takes beyond its measured window, for the bench's time estimate: the
+/// child's start, settling (every thread through its first operations until memory stops
+/// growing, which grows with the thread count: [`SETTLE_PER_THREAD`] each), and the decay wait.
+fn child_overhead(threads: usize, wait_ms: u64) -> Duration {
+    CHILD_START + SETTLE_PER_THREAD * threads as u32 + Duration::from_millis(wait_ms)
+}
+/// See [`child_overhead`]: starting the bench binary again as a child, and its exit.
+const CHILD_START: Duration = Duration::from_millis(10);
+/// See [`child_overhead`].
+const SETTLE_PER_THREAD: Duration = Duration::from_millis(60);
 /// How long after the last free `rss_after_decay_mib` is read: the pool's default decay time
 /// and a quarter of it as margin.
 pub const DECAY_WAIT_MS: u64 = scalelock_alloc::Config::new().decay_ms * 5 / 4;
@@ -156,7 +166,8 @@ impl Workload for LargeAlloc {
                     .param("max_bytes", MAX as u64)
                     .param("live_per_thread", WINDOW as u64)
                     .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64)
-                    .param("decay_wait_ms", wait_ms),
+                    .param("decay_wait_ms", wait_ms)
+                    .overhead(child_overhead(threads, wait_ms)),
                 );
             }
         }

@@ -192,6 +192,9 @@ pub struct Point {
     pub sample_every: u32,
     /// Extra JSON fields.
     pub params: BTreeMap<String, serde_json::Value>,
+    /// Time a run of this point takes beyond the harness's own warm-up and measured window (a
+    /// child process, settling, a wait after it), for the time estimate printed at the start.
+    pub overhead: std::time::Duration,
     /// Runs the point.
     pub run: RunFn,
 }
@@ -210,6 +213,7 @@ impl Point {
             threads,
             sample_every: 1,
             params: BTreeMap::new(),
+            overhead: std::time::Duration::ZERO,
             run: Box::new(run),
         }
     }
@@ -229,6 +233,13 @@ impl Point {
     /// Adds an extra JSON field under `params`.
     pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Point {
         self.params.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Sets the time a run takes beyond its warm-up and measured window (see
+    /// [`Point::overhead`](struct.Point.html#structfield.overhead)).
+    pub fn overhead(mut self, d: std::time::Duration) -> Point {
+        self.overhead = d;
         self
     }
 
