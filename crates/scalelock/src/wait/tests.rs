@@ -164,6 +164,10 @@ fn an_untimed_always_waiter_keeps_spinning_and_a_never_waiter_does_not_spin() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "spin budgets are measured time, and Miri's clock runs at its own pace"
+)]
 fn a_failed_spin_teaches_the_estimate_once_and_a_paying_one_grows_it() {
     let e = SpinEstimate::new();
     let start = e.get();
