@@ -8,7 +8,10 @@
 //!
 //! A thread that finds the lock held spins (calibrated, with backoff; the budget comes from the
 //! process-wide [`SpinPolicy`](crate::wait::SpinPolicy) and the lock's learned estimate) as long as
-//! nobody sleeps on the lock, then sets `CONTENDED` and sleeps on the futex. `unlock` of a
+//! nobody sleeps on the lock, yields its CPU a few times (also while others sleep: a yielder
+//! costs the holder nothing, where every sleeper costs an unlock a futex wake; and when threads
+//! outnumber CPUs, the wait layer stops the spin early and waits by yielding), then sets
+//! `CONTENDED` and sleeps on the futex. `unlock` of a
 //! `CONTENDED` lock releases it and wakes one sleeper. Releasing (rather than handing over) lets a
 //! running thread take the lock at once, which is what keeps throughput up when threads outnumber
 //! cores; the price is unfairness, which is bounded: a sleeper that has waited longer than
@@ -268,8 +271,10 @@ impl RawMutex {
 
             // Spin while the holder may release soon: never once a thread has announced that it
             // sleeps (CONTENDED: spinning would only barge ahead of it) or in starvation mode.
-            // A thread woken from sleep may spin too.
-            if w.spin(s & (CONTENDED | STARVING) == 0) {
+            // A thread woken from sleep may spin too. Yielding is allowed while others sleep
+            // (a yielder costs the holder nothing and keeps the unlock path free of wake-ups),
+            // but not in starvation mode, which bounds what it barges ahead of.
+            if w.spin_or_yield(s & (CONTENDED | STARVING) == 0, s & STARVING == 0) {
                 s = self.state.load(Ordering::Relaxed);
                 continue;
             }

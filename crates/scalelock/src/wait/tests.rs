@@ -1,9 +1,11 @@
 //! Unit tests of the wait layer's internals: the learned estimate, exploration, and the
-//! [`Waiter`]'s deadline under every policy. (The public surface is tested in `tests/wait.rs`.)
+//! [`Waiter`]'s deadline and yields under every policy. (The public surface is tested in `tests/wait.rs`.)
 
 use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS};
+use super::waiter::YIELDS;
 use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
 use crate::sync::AtomicU32;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 /// The budget under `Adaptive`, without the floor of half a wake-up latency (which depends on
@@ -209,4 +211,108 @@ fn a_nap_ends_at_the_earlier_of_its_length_and_the_deadline() {
     assert!(w.asleep_ns() > 0);
     // The futex stays reachable for the preload's condition variable.
     assert!(futex::wait(&word, 1, None));
+}
+
+/// Steps a waiter takes under `policy` before it says "sleep now", asking with `spin_ok` and
+/// `yield_ok` each time.
+fn steps_until_sleep(policy: SpinPolicy, spin_ok: bool, yield_ok: bool) -> u32 {
+    let e = SpinEstimate::new();
+    let mut w = Waiter::under(policy, &e, None);
+    let mut steps = 0;
+    while w.spin_or_yield(spin_ok, yield_ok) {
+        steps += 1;
+        assert!(steps < 1_000_000, "{policy:?} never stopped");
+    }
+    steps
+}
+
+#[test]
+fn only_an_adaptive_waiter_yields_where_spinning_is_forbidden_and_only_a_few_times() {
+    assert_eq!(
+        steps_until_sleep(SpinPolicy::Adaptive, false, true),
+        YIELDS,
+        "an Adaptive waiter barred from spinning yields, then sleeps"
+    );
+    assert_eq!(steps_until_sleep(SpinPolicy::Adaptive, false, false), 0);
+    for policy in [SpinPolicy::Never, SpinPolicy::Fixed(500)] {
+        assert_eq!(
+            steps_until_sleep(policy, false, true),
+            0,
+            "{policy:?} does not yield"
+        );
+    }
+    // Allowed to spin, an Adaptive waiter spins its budget and yields on top of it.
+    assert!(steps_until_sleep(SpinPolicy::Adaptive, true, true) > YIELDS);
+}
+
+#[test]
+fn a_waiter_whose_deadline_has_passed_does_not_yield() {
+    let e = SpinEstimate::new();
+    let past = Deadline::after(Duration::ZERO);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, Some(&past));
+    assert!(!w.spin_or_yield(false, true));
+    assert!(w.timed_out());
+}
+
+/// Pins the calling thread to `cpu` (Linux).
+#[cfg(all(target_os = "linux", not(miri)))]
+fn pin_to(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside it; the call reads
+    // it for the calling thread (pid 0).
+    unsafe {
+        let mut set: libc::cpu_set_t = core::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, core::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
+#[test]
+#[cfg(all(target_os = "linux", not(miri)))]
+fn a_waiter_sharing_its_cpu_with_a_runnable_thread_stops_spinning_and_yields() {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    // A thread that always wants the CPU, on the same CPU as the waiter: the probe yield runs
+    // it, so the waiter must give up its spin budget and wait by yielding.
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let pinned = pin_to(0);
+            while !stop.load(Relaxed) {
+                core::hint::spin_loop();
+            }
+            pinned
+        })
+    };
+    let pinned = pin_to(0);
+    // The scheduler runs the busy thread at a yield only while it is owed CPU time, so not every
+    // probe finds the CPU crowded: of a hundred waits, some must.
+    let mut crowded = None;
+    for _ in 0..100 {
+        // A fresh estimate each time: a failed spin shrinks the budget of the next.
+        let e = SpinEstimate::new();
+        let budget = match e.budget_under(SpinPolicy::Adaptive, 0) {
+            SpinBudget::Nanos(ns) => ns,
+            b => panic!("adaptive budget {b:?}"),
+        };
+        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+        let mut steps = 0;
+        while w.spin(true) {
+            steps += 1;
+        }
+        if w.spun_ns() < budget {
+            crowded = Some(steps);
+            break;
+        }
+    }
+    stop.store(true, Relaxed);
+    let busy_pinned = busy.join().unwrap();
+    if !(pinned && busy_pinned) {
+        return; // affinity refused (a restricted container): nothing to check
+    }
+    let steps = crowded.expect("no wait stopped spinning with another thread waiting for its CPU");
+    assert!(
+        steps >= YIELDS,
+        "{steps} steps: the yields are part of the wait"
+    );
 }

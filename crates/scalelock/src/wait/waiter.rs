@@ -10,9 +10,22 @@
 //! [`acquired`](Waiter::acquired) or [`gave_up`](Waiter::gave_up).
 //!
 //! Policies, in one place:
-//! - `Adaptive`, `Fixed`: spin while the lock's protocol allows it and the budget lasts, then
-//!   sleep; the first time spinning stops without the lock, the estimate learns that it did not
-//!   pay; a wait that spun and then got the lock teaches it how long that took.
+//! - `Adaptive`: spin while the lock's protocol allows it and the budget lasts, then *yield*
+//!   the CPU a few times, then sleep. After a short probe spin the waiter yields once and times
+//!   the yield: one that returns at once ran nobody else (no other thread wants this CPU: spinning
+//!   is free, and the waiter spins out its learned budget); one that took longer handed the CPU
+//!   to another runnable thread, so threads outnumber CPUs here, and the waiter stops spinning
+//!   (a spinner then burns the CPU a preempted holder, or a thread with work, needs, and drags the
+//!   lock's cache line away from the CPU that is using it). Its wait goes on as yields: a yield
+//!   costs the waiter a system call but costs the lock's holder nothing, where a sleep costs the
+//!   unlocker a futex wake, so a hot lock keeps running at the speed of its uncontended path on
+//!   one CPU while waiters cycle through the other. Only after [`YIELDS`] yields without the
+//!   lock does the waiter sleep. A protocol may allow yields where it forbids spinning (the
+//!   mutex: while sleepers are announced, see [`spin_or_yield`](Waiter::spin_or_yield)).
+//!   The first time spinning stops without the lock, the estimate learns that it did not pay;
+//!   a wait that spun and then got the lock teaches it how long that took.
+//! - `Fixed`: spin while the protocol allows it and the budget lasts, then sleep (no yields:
+//!   the fixed spin is the whole policy).
 //! - `Never`: the budget is zero: sleep at once.
 //! - `Always`: spin whatever the protocol says (sleepers or not), never sleep, but give up at the
 //!   deadline like every other policy: a timed wait looks at its deadline while it spins, every
@@ -23,6 +36,7 @@
 //! either.
 
 use super::futex::{self, WaitOutcome};
+use super::spin::MIN_PROBE_NS;
 use super::{now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 use crate::stats::{self, HoldSampled};
 use crate::sync::AtomicU32;
@@ -30,6 +44,16 @@ use crate::sync::AtomicU32;
 /// Spin steps between two looks at the deadline while a timed waiter spins (a step is at most
 /// a few hundred nanoseconds; a look is a clock read).
 const DEADLINE_CHECK_EVERY: u32 = 16;
+
+/// Yields an `Adaptive` waiter makes, at most, between its spin and its sleep (with the probe
+/// yield). parking_lot's waiters also yield a handful of times before they park; more would
+/// keep a long-waiting thread runnable (and competing for a CPU) for longer than a sleep costs.
+pub(crate) const YIELDS: u32 = if cfg!(loom) { 1 } else { 7 };
+
+/// A yield that comes back sooner than this ran no other thread: it was a bare system call
+/// (well under a microsecond), where switching to another thread and back costs two context
+/// switches and that thread's run.
+const QUICK_YIELD_NS: u64 = 2_000;
 
 /// Whom a wait is recorded for in lockstat.
 #[derive(Clone, Copy)]
@@ -62,6 +86,12 @@ pub(crate) struct Waiter<'a> {
     grace: Option<Spinner>,
     /// When this waiter first slept (monotonic ns; 0: not yet).
     slept_at: u64,
+    /// Yields left before the waiter must sleep (0 for policies other than `Adaptive`).
+    yields: u32,
+    /// The probe yield has been made (see the module docs).
+    probed: bool,
+    /// The probe yield ran another thread: stop spinning, wait by yielding.
+    crowded: bool,
     subject: Subject<'a>,
     rec: stats::Recorder,
 }
@@ -100,6 +130,8 @@ impl<'a> Waiter<'a> {
             Subject::Nobody,
         );
         w.learn = learn;
+        // Its fallback is a way in, not a sleep: nothing to yield for.
+        w.yields = 0;
         w
     }
 
@@ -111,13 +143,19 @@ impl<'a> Waiter<'a> {
         estimate: &'a SpinEstimate,
         deadline: Option<&'a Deadline>,
     ) -> Waiter<'a> {
-        Waiter::with_spinner(
+        let mut w = Waiter::with_spinner(
             estimate,
             estimate.budget_under(policy, 0),
             false,
             deadline,
             Subject::Nobody,
-        )
+        );
+        w.yields = if policy == super::SpinPolicy::Adaptive {
+            YIELDS
+        } else {
+            0
+        };
+        w
     }
 
     #[inline]
@@ -142,6 +180,13 @@ impl<'a> Waiter<'a> {
             unchecked: 0,
             grace: None,
             slept_at: 0,
+            yields: if super::spin_policy() == super::SpinPolicy::Adaptive {
+                YIELDS
+            } else {
+                0
+            },
+            probed: false,
+            crowded: false,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
             } else {
@@ -161,17 +206,43 @@ impl<'a> Waiter<'a> {
 
     /// Spin once more? `allowed`: the lock's protocol allows spinning now (nobody it would barge
     /// ahead of sleeps, say); `SpinPolicy::Always` spins regardless. Returns true after one
-    /// backoff step (the caller re-reads its word); false once the budget is spent, the deadline
-    /// has passed or spinning is not allowed. The first false after spinning teaches the
-    /// estimate that spinning did not pay this time.
+    /// backoff step or one yield (the caller re-reads its word); false once the budget and the
+    /// yields are spent, the deadline has passed or waiting awake is not allowed. The first
+    /// time spinning stops, the estimate learns that it did not pay this time.
     #[inline]
     pub(crate) fn spin(&mut self, allowed: bool) -> bool {
-        if (self.unbounded || allowed) && self.in_time() && self.spinner.spin() {
-            return true;
+        self.spin_or_yield(allowed, allowed)
+    }
+
+    /// [`spin`](Self::spin), for a protocol that allows yielding (`yield_ok`) where it forbids
+    /// spinning (`spin_ok`): a yielding waiter that finds the lock free may take it ahead of a
+    /// sleeper, which a protocol without a hand-off for starving sleepers must not allow.
+    #[inline]
+    pub(crate) fn spin_or_yield(&mut self, spin_ok: bool, yield_ok: bool) -> bool {
+        if (self.unbounded || spin_ok) && !self.crowded && self.in_time() {
+            if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= MIN_PROBE_NS {
+                self.probed = true;
+                self.yields -= 1;
+                let t0 = now_ns();
+                yield_cpu();
+                self.crowded = now_ns().saturating_sub(t0) > QUICK_YIELD_NS;
+                return true;
+            }
+            if self.spinner.spin() {
+                return true;
+            }
         }
         if self.learn && self.spinner.has_spun() {
             self.estimate.record(false, 0);
             self.learn = false;
+        }
+        // Under loom a yield is modelled only where it adds a path a spin step has not: a waiter
+        // awake while the protocol forbids spinning.
+        let modelled = !cfg!(loom) || !spin_ok;
+        if yield_ok && modelled && self.yields > 0 && !self.timed_out() {
+            self.yields -= 1;
+            yield_cpu();
+            return true;
         }
         false
     }
@@ -298,4 +369,13 @@ impl<'a> Waiter<'a> {
             Subject::Drain(key) => self.rec.done_waited(key, ok, spun),
         }
     }
+}
+
+/// Gives this thread's CPU to another runnable thread, if there is one (`sched_yield`).
+#[inline]
+fn yield_cpu() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
 }
