@@ -229,7 +229,7 @@ impl RawMutex {
     /// `lock_after_wake`). Returns false only if `deadline` passed first.
     #[cold]
     fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
-        let mut w = Waiter::new(&self.spin, deadline, Subject::Held(self));
+        let mut w = Waiter::new(&self.spin, deadline, Subject::Held(self)).yielding();
         let mut starving = false;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {

@@ -10,8 +10,9 @@
 //! [`acquired`](Waiter::acquired) or [`gave_up`](Waiter::gave_up).
 //!
 //! Policies, in one place:
-//! - `Adaptive`: spin while the lock's protocol allows it and the budget lasts, then *yield*
-//!   the CPU a few times, then sleep. After a short probe spin the waiter yields once and times
+//! - `Adaptive`: spin while the lock's protocol allows it and the budget lasts, then sleep; a
+//!   waiter made [`yielding`](Waiter::yielding) (the mutex's) *yields* the CPU a few times
+//!   before it sleeps. After a short probe spin the waiter yields once and times
 //!   the yield: one that returns at once ran nobody else (no other thread wants this CPU: spinning
 //!   is free, and the waiter spins out its learned budget); one that took longer handed the CPU
 //!   to another runnable thread, so threads outnumber CPUs here, and the waiter stops spinning
@@ -22,6 +23,9 @@
 //!   one CPU while waiters cycle through the other. Only after [`YIELDS`] yields without the
 //!   lock does the waiter sleep. A protocol may allow yields where it forbids spinning (the
 //!   mutex: while sleepers are announced, see [`spin_or_yield`](Waiter::spin_or_yield)).
+//!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
+//!   has not been shown to pay, and a reader waiting out a writer's short hold, or a writer
+//!   draining readers, waits for a release that comes within a spin.
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took.
 //! - `Fixed`: spin while the protocol allows it and the budget lasts, then sleep (no yields:
@@ -130,8 +134,6 @@ impl<'a> Waiter<'a> {
             Subject::Nobody,
         );
         w.learn = learn;
-        // Its fallback is a way in, not a sleep: nothing to yield for.
-        w.yields = 0;
         w
     }
 
@@ -180,11 +182,7 @@ impl<'a> Waiter<'a> {
             unchecked: 0,
             grace: None,
             slept_at: 0,
-            yields: if super::spin_policy() == super::SpinPolicy::Adaptive {
-                YIELDS
-            } else {
-                0
-            },
+            yields: 0,
             probed: false,
             crowded: false,
             rec: if matches!(subject, Subject::Nobody) {
@@ -194,6 +192,18 @@ impl<'a> Waiter<'a> {
             },
             subject,
         }
+    }
+
+    /// Lets this waiter yield under `SpinPolicy::Adaptive`: a probe yield after a short spin,
+    /// and up to [`YIELDS`] yields before it sleeps (see the module docs). A lock opts in where
+    /// its waiters are better off giving their CPU away than spinning for it when threads
+    /// outnumber CPUs.
+    #[inline]
+    pub(crate) fn yielding(mut self) -> Waiter<'a> {
+        if super::spin_policy() == super::SpinPolicy::Adaptive {
+            self.yields = YIELDS;
+        }
+        self
     }
 
     /// Adds a grace spin of `ns`, for [`spin_grace`](Self::spin_grace): a short, fixed spin the
