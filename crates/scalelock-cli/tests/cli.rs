@@ -644,3 +644,36 @@ fn reader_tail_labels_its_throughput_as_the_readers_reads() {
     assert!(stdout.contains("[whole-read latency, p99]"), "{stdout}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn preload_hammer_measures_glibc_and_the_preloaded_library_each_in_its_own_process() {
+    let dir = scratch("preload-hammer");
+    let (out, json) = tiny(
+        &dir,
+        "p",
+        &[
+            "--workload",
+            "preload-hammer",
+            "--threads",
+            "3",
+            "--metric",
+            "ops",
+        ],
+    );
+    let v = json_of(&json);
+    check_schema(&v);
+    let results = v["results"].as_array().unwrap();
+    for lock in ["pthread", "pthread-adaptive", "scalelock-preload"] {
+        let r = results
+            .iter()
+            .find(|r| r["workload"] == "preload-hammer" && r["lock"] == lock)
+            .unwrap_or_else(|| panic!("no {lock} result in {v}"));
+        assert!(number(&r["ops_per_sec"], "ops_per_sec") > 0.0, "{r}");
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("scalelock-preload ÷ best other"),
+        "{stdout}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

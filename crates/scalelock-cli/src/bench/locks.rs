@@ -58,6 +58,10 @@ pub fn describe(lock: &str) -> &'static str {
         "pthread-adaptive" => {
             "glibc pthread_mutex_t with PTHREAD_MUTEX_ADAPTIVE_NP (MariaDB's MY_MUTEX_INIT_FAST)"
         }
+        "scalelock-preload" => {
+            "preload-hammer: glibc's default pthread_mutex_t in a process started with \
+             LD_PRELOAD=scalelock's library"
+        }
         "crossbeam-sharded" => "crossbeam_utils::sync::ShardedLock (one std RwLock per shard)",
         "tas" => "bare test-and-set spinlock: the physical floor",
         "lockstat-off" => "scalelock::Mutex with lockstat compiled in, recording off (the default)",

@@ -89,6 +89,7 @@ mod mutex_hammer;
 mod mutex_long;
 mod mutex_short;
 mod path_lookup;
+mod preload_hammer;
 mod rcu_read;
 mod read_mostly;
 mod read_write;
@@ -105,6 +106,7 @@ pub fn all() -> Vec<Box<dyn Workload>> {
         Box::new(mutex_short::MutexShort),
         Box::new(mutex_long::MutexLong),
         Box::new(mutex_hammer::MutexHammer),
+        Box::new(preload_hammer::PreloadHammer),
         Box::new(adaptive_grid::AdaptiveGrid),
         Box::new(read_mostly::ReadMostly),
         Box::new(read_write::ReadWrite),

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub struct MutexHammer;
 
 /// Words of the protected data (one cache line).
-const WORDS: usize = 8;
+pub(super) const WORDS: usize = 8;
 
 pub(super) struct HammerBench;
 
