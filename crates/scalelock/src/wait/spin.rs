@@ -565,6 +565,14 @@ impl Spinner {
         self.spent_ps = self.spent_ps.saturating_add(n as u64 * pause);
     }
 
+    /// Lowers the budget to `ns` in all (never raises it; an unbounded spinner stays so).
+    #[inline]
+    pub(crate) fn cap_ns(&mut self, ns: u32) {
+        if self.budget_ps != u64::MAX {
+            self.budget_ps = self.budget_ps.min(ns as u64 * 1000);
+        }
+    }
+
     /// Nanoseconds spun so far (calibrated, not measured with a clock).
     #[inline]
     pub fn spent_ns(&self) -> u32 {

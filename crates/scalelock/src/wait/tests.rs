@@ -268,11 +268,12 @@ fn pin_to(cpu: usize) -> bool {
 
 #[test]
 #[cfg(all(target_os = "linux", not(miri)))]
-fn a_waiter_sharing_its_cpu_with_a_runnable_thread_stops_spinning_and_yields() {
+fn a_waiter_sharing_its_cpu_with_a_runnable_thread_cuts_its_spin_short_and_yields() {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     // A thread that always wants the CPU, on the same CPU as the waiter: the probe yield runs
-    // it, so the waiter must give up its spin budget and wait by yielding.
+    // it, so the waiter must cut its spin to twice the lock's estimate (a fresh lock's budget is
+    // four times it) and wait by yielding.
     let stop = Arc::new(AtomicBool::new(false));
     let busy = {
         let stop = stop.clone();
@@ -310,7 +311,8 @@ fn a_waiter_sharing_its_cpu_with_a_runnable_thread_stops_spinning_and_yields() {
     if !(pinned && busy_pinned) {
         return; // affinity refused (a restricted container): nothing to check
     }
-    let steps = crowded.expect("no wait stopped spinning with another thread waiting for its CPU");
+    let steps =
+        crowded.expect("no wait cut its spin short with another thread waiting for its CPU");
     assert!(
         steps >= YIELDS,
         "{steps} steps: the yields are part of the wait"

@@ -14,10 +14,12 @@
 //!   waiter made [`yielding`](Waiter::yielding) (the mutex's) *yields* the CPU a few times
 //!   before it sleeps. After a short probe spin the waiter yields once and times
 //!   the yield: one that returns at once ran nobody else (no other thread wants this CPU: spinning
-//!   is free, and the waiter spins out its learned budget); one that took longer handed the CPU
-//!   to another runnable thread, so threads outnumber CPUs here, and the waiter stops spinning
-//!   (a spinner then burns the CPU a preempted holder, or a thread with work, needs, and drags the
-//!   lock's cache line away from the CPU that is using it). Its wait goes on as yields: a yield
+//!   is free, and the waiter spins out its learned budget, four times the lock's estimate); one
+//!   that took longer handed the CPU to another runnable thread, so threads outnumber CPUs here,
+//!   and the waiter spins only about as long as a spin that paid has taken on this lock (twice
+//!   the estimate): a longer spin burns the CPU a preempted holder, or a thread with work,
+//!   needs, and drags the lock's cache line away from the CPU that is using it; a holder that is
+//!   running and about to release is still caught. Then its wait goes on as yields: a yield
 //!   costs the waiter a system call but costs the lock's holder nothing, where a sleep costs the
 //!   unlocker a futex wake, so a hot lock keeps running at the speed of its uncontended path on
 //!   one CPU while waiters cycle through the other. Only after [`YIELDS`] yields without the
@@ -94,8 +96,6 @@ pub(crate) struct Waiter<'a> {
     yields: u32,
     /// The probe yield has been made (see the module docs).
     probed: bool,
-    /// The probe yield ran another thread: stop spinning, wait by yielding.
-    crowded: bool,
     subject: Subject<'a>,
     rec: stats::Recorder,
 }
@@ -184,7 +184,6 @@ impl<'a> Waiter<'a> {
             slept_at: 0,
             yields: 0,
             probed: false,
-            crowded: false,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
             } else {
@@ -229,13 +228,18 @@ impl<'a> Waiter<'a> {
     /// sleeper, which a protocol without a hand-off for starving sleepers must not allow.
     #[inline]
     pub(crate) fn spin_or_yield(&mut self, spin_ok: bool, yield_ok: bool) -> bool {
-        if (self.unbounded || spin_ok) && !self.crowded && self.in_time() {
+        if (self.unbounded || spin_ok) && self.in_time() {
             if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= MIN_PROBE_NS {
                 self.probed = true;
                 self.yields -= 1;
                 let t0 = now_ns();
                 yield_cpu();
-                self.crowded = now_ns().saturating_sub(t0) > QUICK_YIELD_NS;
+                if now_ns().saturating_sub(t0) > QUICK_YIELD_NS {
+                    // Another thread wanted this CPU: spin only about as long as a spin that
+                    // paid took on this lock (twice the estimate, so that it can still grow),
+                    // not the margin an idle CPU affords; the rest of the wait is yields.
+                    self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
+                }
                 return true;
             }
             if self.spinner.spin() {
