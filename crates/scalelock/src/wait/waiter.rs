@@ -12,7 +12,8 @@
 //! Policies, in one place:
 //! - `Adaptive`: spin while the lock's protocol allows it and the budget lasts, then sleep; a
 //!   waiter made [`yielding`](Waiter::yielding) (the mutex's) *yields* the CPU a few times
-//!   before it sleeps. After a short probe spin the waiter yields once and times
+//!   before it sleeps. After spinning about as long as a spin that paid has taken on
+//!   this lock (its estimate, at least a short probe), the waiter yields once and times
 //!   the yield: one that returns at once ran nobody else (no other thread wants this CPU: spinning
 //!   is free, and the waiter spins out its learned budget, four times the lock's estimate); one
 //!   that took longer handed the CPU to another runnable thread, so threads outnumber CPUs here,
@@ -96,6 +97,9 @@ pub(crate) struct Waiter<'a> {
     yields: u32,
     /// The probe yield has been made (see the module docs).
     probed: bool,
+    /// Nanoseconds of spinning before the probe yield: about as long as a spin that paid has
+    /// taken on this lock (its estimate), at least `MIN_PROBE_NS`.
+    probe_at: u32,
     subject: Subject<'a>,
     rec: stats::Recorder,
 }
@@ -184,6 +188,7 @@ impl<'a> Waiter<'a> {
             slept_at: 0,
             yields: 0,
             probed: false,
+            probe_at: estimate.get().max(MIN_PROBE_NS),
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
             } else {
@@ -229,7 +234,7 @@ impl<'a> Waiter<'a> {
     #[inline]
     pub(crate) fn spin_or_yield(&mut self, spin_ok: bool, yield_ok: bool) -> bool {
         if (self.unbounded || spin_ok) && self.in_time() {
-            if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= MIN_PROBE_NS {
+            if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= self.probe_at {
                 self.probed = true;
                 self.yields -= 1;
                 let t0 = now_ns();
