@@ -87,16 +87,23 @@ fn readers_share_and_writers_exclude() {
     assert!(!lock.is_locked());
 }
 
-#[test]
-fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
-    let lock = Arc::new(RwLock::new(0));
-    let outer = lock.read();
+/// Starts a thread that adds one to `lock` under the write lock, and returns once that writer
+/// waits (behind the read lock the caller holds).
+fn start_a_waiting_writer(lock: &Arc<RwLock<i32>>) -> thread::JoinHandle<()> {
     let l2 = lock.clone();
     let writer = thread::spawn(move || *l2.write() += 1);
     // SAFETY: only the raw lock's state is queried.
     while !unsafe { lock.raw() }.has_waiters() {
         thread::yield_now();
     }
+    writer
+}
+
+#[test]
+fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
+    let lock = Arc::new(RwLock::new(0));
+    let outer = lock.read();
+    let writer = start_a_waiting_writer(&lock);
     assert!(
         lock.try_read().is_none(),
         "a plain read must queue behind the waiting writer"
@@ -116,12 +123,7 @@ fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
 fn plain_read_reentered_while_a_writer_waits_panics_in_debug_builds() {
     let lock = Arc::new(RwLock::new(0));
     let outer = lock.read();
-    let l2 = lock.clone();
-    thread::spawn(move || *l2.write() += 1);
-    // SAFETY: only the raw lock's state is queried.
-    while !unsafe { lock.raw() }.has_waiters() {
-        thread::yield_now();
-    }
+    start_a_waiting_writer(&lock);
     let _inner = lock.read(); // would deadlock: must panic instead
     drop(outer);
 }
