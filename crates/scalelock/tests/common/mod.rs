@@ -1,6 +1,8 @@
 //! Helpers shared by the stress tests.
 #![allow(dead_code)]
 
+#[cfg(loom)]
+pub mod model;
 #[cfg(not(loom))]
 pub mod rwlock;
 
