@@ -11,11 +11,28 @@ fn scalelock() -> Command {
     Command::new(env!("CARGO_BIN_EXE_scalelock"))
 }
 
+/// `name` in the test's temporary folder.
+fn tmp(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
 /// A stand-in for the library (the dynamic linker warns that it cannot preload it and goes on).
 fn stand_in_lib() -> PathBuf {
-    let p = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("libscalelock_preload.so");
+    let p = tmp("libscalelock_preload.so");
     std::fs::write(&p, b"not an ELF file").expect("write stand-in");
     p
+}
+
+/// `scalelock` with the stand-in library.
+fn scalelock_stand_in() -> Command {
+    let mut c = scalelock();
+    c.env("SCALELOCK_PRELOAD_LIB", stand_in_lib());
+    c
+}
+
+/// Runs `scalelock` as `c` says, to its end.
+fn run(c: &mut Command) -> Output {
+    c.output().expect("run scalelock")
 }
 
 fn stderr(o: &Output) -> String {
@@ -24,30 +41,30 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn run_sets_the_environment_and_returns_the_command_status() {
-    let lib = stand_in_lib();
     let script = r#"
         test "$SCALELOCK_LOCK" = spin || exit 11
         test "$SCALELOCK_SPIN" = 500 || exit 12
         case "$LD_PRELOAD" in *libscalelock_preload.so:/other.so) ;; *) exit 13 ;; esac
         exit 7"#;
-    let o = scalelock()
+    let o = run(scalelock_stand_in()
         .args([
             "run", "--lock", "spin", "--spin", "500", "--", "sh", "-c", script,
         ])
-        .env("SCALELOCK_PRELOAD_LIB", &lib)
-        .env("LD_PRELOAD", "/other.so")
-        .output()
-        .expect("run scalelock");
+        .env("LD_PRELOAD", "/other.so"));
     assert_eq!(o.status.code(), Some(7), "stderr: {}", stderr(&o));
 }
 
 #[test]
 fn run_reports_death_by_signal_as_128_plus_the_signal() {
-    let o = scalelock()
-        .args(["run", "--lock", "glibc", "--", "sh", "-c", "kill -TERM $$"])
-        .env("SCALELOCK_PRELOAD_LIB", stand_in_lib())
-        .output()
-        .expect("run scalelock");
+    let o = run(scalelock_stand_in().args([
+        "run",
+        "--lock",
+        "glibc",
+        "--",
+        "sh",
+        "-c",
+        "kill -TERM $$",
+    ]));
     assert_eq!(o.status.code(), Some(128 + 15), "stderr: {}", stderr(&o));
 }
 
@@ -57,13 +74,12 @@ fn bad_lock_or_spin_fails_before_starting_the_command() {
         ["--lock", "ticket", "--spin", "auto"],
         ["--lock", "scalelock", "--spin", "soon"],
     ] {
-        let o = scalelock()
-            .arg("run")
-            .args(args)
-            .args(["--", "sh", "-c", "echo started"])
-            .env("SCALELOCK_PRELOAD_LIB", stand_in_lib())
-            .output()
-            .expect("run scalelock");
+        let o = run(scalelock_stand_in().arg("run").args(args).args([
+            "--",
+            "sh",
+            "-c",
+            "echo started",
+        ]));
         assert_eq!(o.status.code(), Some(2));
         assert!(o.stdout.is_empty(), "the command must not start");
         assert!(
@@ -76,14 +92,12 @@ fn bad_lock_or_spin_fails_before_starting_the_command() {
 
 #[test]
 fn a_missing_library_is_a_clear_error() {
-    let o = scalelock()
+    let o = run(scalelock()
         .args(["run", "--lock", "scalelock", "--", "true"])
         .env(
             "SCALELOCK_PRELOAD_LIB",
             "/nonexistent/libscalelock_preload.so",
-        )
-        .output()
-        .expect("run scalelock");
+        ));
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("/nonexistent/libscalelock_preload.so"),
@@ -94,8 +108,8 @@ fn a_missing_library_is_a_clear_error() {
 
 #[test]
 fn profile_reads_the_report_from_a_private_directory_and_removes_it() {
-    let json = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("private-dir-profile.json");
-    let seen = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("private-dir-seen");
+    let json = tmp("private-dir-profile.json");
+    let seen = tmp("private-dir-seen");
     let script = r#"
         test "$SCALELOCK_LOCKSTAT" = 1 || exit 11
         test "$SCALELOCK_LOCKSTAT_FORMAT" = dump || exit 12
@@ -108,14 +122,11 @@ fn profile_reads_the_report_from_a_private_directory_and_removes_it() {
         printf 'lock 0x1234 5 2 0 0 1 0 3000 2000 0 0 0 first 0x99\n' >> "$f"
         printf 'site 0x1234 0 2 0 0 1 0 3000 2000 0 0 0 addr 0x99\nmaps\nend\n' >> "$f"
         exit 0"#;
-    let o = scalelock()
+    let o = run(scalelock_stand_in()
         .args(["profile", "--top", "3", "--json"])
         .arg(&json)
         .args(["--", "sh", "-c", script])
-        .env("SCALELOCK_PRELOAD_LIB", stand_in_lib())
-        .env("SEEN", &seen)
-        .output()
-        .expect("run scalelock");
+        .env("SEEN", &seen));
     assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
     assert!(stderr(&o).contains("0x1234@0x99"), "{}", stderr(&o));
     let dir = std::fs::read_to_string(&seen).expect("the script ran");
@@ -131,11 +142,7 @@ fn profile_reads_the_report_from_a_private_directory_and_removes_it() {
 
 #[test]
 fn profile_says_so_when_no_report_was_left() {
-    let o = scalelock()
-        .args(["profile", "--", "true"])
-        .env("SCALELOCK_PRELOAD_LIB", stand_in_lib())
-        .output()
-        .expect("run scalelock");
+    let o = run(scalelock_stand_in().args(["profile", "--", "true"]));
     assert_eq!(o.status.code(), Some(0));
     assert!(stderr(&o).contains("no lockstat report"), "{}", stderr(&o));
 }
@@ -149,7 +156,7 @@ fn compile(name: &str, flags: &[&str]) -> PathBuf {
     // be started (ETXTBSY).
     static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+    let out = tmp(&format!(
         "{name}-{}-{}-{n}",
         flags.join("").replace(['-', ' '], ""),
         std::process::id()
@@ -169,10 +176,8 @@ fn compile(name: &str, flags: &[&str]) -> PathBuf {
 /// `scalelock` with the library it carries, cached under the test's temporary folder.
 fn scalelock_embedded() -> Command {
     let mut c = scalelock();
-    c.env_remove("SCALELOCK_PRELOAD_LIB").env(
-        "XDG_CACHE_HOME",
-        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cache"),
-    );
+    c.env_remove("SCALELOCK_PRELOAD_LIB")
+        .env("XDG_CACHE_HOME", tmp("cache"));
     c
 }
 
@@ -180,12 +185,7 @@ fn scalelock_embedded() -> Command {
 fn run_and_profile_refuse_a_statically_linked_program() {
     let exe = compile("profiled", &["-O2", "-static"]);
     for sub in [&["run", "--lock", "scalelock"][..], &["profile"][..]] {
-        let o = scalelock_embedded()
-            .args(sub)
-            .arg("--")
-            .arg(&exe)
-            .output()
-            .expect("run scalelock");
+        let o = run(scalelock_embedded().args(sub).arg("--").arg(&exe));
         assert_eq!(o.status.code(), Some(2), "{sub:?}: {}", stderr(&o));
         assert!(o.stdout.is_empty(), "the program must not start");
         assert!(stderr(&o).contains("statically linked"), "{}", stderr(&o));
@@ -195,37 +195,26 @@ fn run_and_profile_refuse_a_statically_linked_program() {
 #[test]
 fn run_refuses_a_setuid_program_that_changes_identity() {
     let exe = compile("profiled", &["-O2"]);
+    let run_exe = |args: &[&str]| run(scalelock_embedded().args(args).arg("--").arg(&exe));
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     use std::os::unix::fs::PermissionsExt;
     // Set-user-ID to this user: no change of identity, the linker preloads as usual.
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
-    let o = scalelock_embedded()
-        .args(["run", "--lock", "scalelock", "--"])
-        .arg(&exe)
-        .output()
-        .expect("run scalelock");
+    let o = run_exe(&["run", "--lock", "scalelock"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     if root {
         // Owned by another user, it would run as that user: refused.
         std::os::unix::fs::chown(&exe, Some(65534), None).unwrap();
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o4755)).unwrap();
-        let o = scalelock_embedded()
-            .args(["run", "--lock", "scalelock", "--"])
-            .arg(&exe)
-            .output()
-            .expect("run scalelock");
+        let o = run_exe(&["run", "--lock", "scalelock"]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(o.stdout.is_empty(), "the program must not start");
         assert!(stderr(&o).contains("set-user-ID"), "{}", stderr(&o));
         std::os::unix::fs::chown(&exe, None, Some(65534)).unwrap();
         std::os::unix::fs::chown(&exe, Some(0), None).unwrap();
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o2755)).unwrap();
-        let o = scalelock_embedded()
-            .args(["profile", "--"])
-            .arg(&exe)
-            .output()
-            .expect("run scalelock");
+        let o = run_exe(&["profile"]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("set-group-ID"), "{}", stderr(&o));
     }
@@ -236,18 +225,16 @@ fn run_refuses_a_setuid_program_that_changes_identity() {
 #[test]
 fn profile_names_locks_and_callers_of_an_optimised_pie() {
     let exe = compile("profiled", &["-O2", "-g", "-fPIE", "-pie"]);
-    let json = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("profiled.json");
+    let json = tmp("profiled.json");
     for (how, code) in [("exit", 0), ("sigint", 128 + 2)] {
-        let o = scalelock_embedded()
+        let o = run(scalelock_embedded()
             .args([
                 "profile", "--top", "10", "--sort", "count", "--stacks", "3", "--json",
             ])
             .arg(&json)
             .arg("--")
             .arg(&exe)
-            .arg(how)
-            .output()
-            .expect("run scalelock");
+            .arg(how));
         let err = stderr(&o);
         assert_eq!(o.status.code(), Some(code), "{how}: {err}");
         assert!(String::from_utf8_lossy(&o.stdout).contains("rows 80000"));
@@ -307,11 +294,9 @@ fn profile_names_locks_and_callers_of_an_optimised_pie() {
 #[test]
 fn profile_of_a_shell_that_starts_the_program_reports_the_program() {
     let exe = compile("profiled", &["-O2", "-g", "-fPIE", "-pie"]);
-    let o = scalelock_embedded()
+    let o = run(scalelock_embedded()
         .args(["profile", "--", "sh", "-c"])
-        .arg(format!("{} exit; true", exe.display()))
-        .output()
-        .expect("run scalelock");
+        .arg(format!("{} exit; true", exe.display())));
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(err.contains("table_lock"), "{err}");

@@ -14,33 +14,9 @@ fn all_ways(program: &str) {
 fn all_ways_exe(exe: &std::path::Path) {
     let exe = exe.to_path_buf();
     let lib = preload_lib();
-    run_program(
-        &exe,
-        &Run {
-            preload: None,
-            mode: None,
-            expect: "none",
-            env: &[],
-        },
-    );
-    run_program(
-        &exe,
-        &Run {
-            preload: Some(&lib),
-            mode: None,
-            expect: "scalelock",
-            env: &[],
-        },
-    );
-    run_program(
-        &exe,
-        &Run {
-            preload: Some(&lib),
-            mode: Some("glibc"),
-            expect: "glibc",
-            env: &[],
-        },
-    );
+    run_program(&exe, &Run::glibc());
+    run_program(&exe, &Run::preloaded(&lib, None, "scalelock"));
+    run_program(&exe, &Run::preloaded(&lib, Some("glibc"), "glibc"));
 }
 
 #[test]
@@ -55,12 +31,7 @@ fn mutex_under_spin_mode() {
     let env = [("SCALELOCK_TEST_ITERS", "300")];
     run_program(
         &exe,
-        &Run {
-            preload: Some(&lib),
-            mode: Some("spin"),
-            expect: "spin",
-            env: &env,
-        },
+        &Run::preloaded(&lib, Some("spin"), "spin").with_env(&env),
     );
 }
 
@@ -87,29 +58,13 @@ fn cancelled_cpp_waiter_runs_its_destructors_with_the_mutex_held() {
 fn results_where_posix_leaves_them_open_are_glibcs() {
     let exe = compile("glibc_same");
     let lib = preload_lib();
-    let glibc = run_program(
-        &exe,
-        &Run {
-            preload: None,
-            mode: None,
-            expect: "none",
-            env: &[],
-        },
-    );
+    let glibc = run_program(&exe, &Run::glibc());
     for (mode, expect) in [
         (None, "scalelock"),
         (Some("spin"), "spin"),
         (Some("glibc"), "glibc"),
     ] {
-        let ours = run_program(
-            &exe,
-            &Run {
-                preload: Some(&lib),
-                mode,
-                expect,
-                env: &[],
-            },
-        );
+        let ours = run_program(&exe, &Run::preloaded(&lib, mode, expect));
         let (g, o): (Vec<_>, Vec<_>) = (
             glibc.stdout.lines().collect(),
             ours.stdout.lines().collect(),
@@ -140,30 +95,14 @@ fn spinlocks_private_and_process_shared() {
     all_ways("spin");
     let exe = compile("spin");
     let lib = preload_lib();
-    run_program(
-        &exe,
-        &Run {
-            preload: Some(&lib),
-            mode: Some("spin"),
-            expect: "spin",
-            env: &[],
-        },
-    );
+    run_program(&exe, &Run::preloaded(&lib, Some("spin"), "spin"));
 }
 
 #[test]
 fn bad_lock_kind_is_reported_once_and_the_default_used() {
     let exe = compile("spin");
     let lib = preload_lib();
-    let out = run_program(
-        &exe,
-        &Run {
-            preload: Some(&lib),
-            mode: Some("fastest"),
-            expect: "scalelock",
-            env: &[],
-        },
-    );
+    let out = run_program(&exe, &Run::preloaded(&lib, Some("fastest"), "scalelock"));
     let lines: Vec<&str> = out
         .stderr
         .lines()
@@ -184,25 +123,9 @@ fn locks_taken_before_the_library_constructor_runs() {
     let early = early.to_str().expect("utf-8 path");
     let lib = preload_lib();
     let env = [("EXTRA_PRELOAD", early)];
-    run_program(
-        &exe,
-        &Run {
-            preload: None,
-            mode: None,
-            expect: "none",
-            env: &env,
-        },
-    );
+    run_program(&exe, &Run::glibc().with_env(&env));
     for (mode, expect) in [(None, "scalelock"), (Some("glibc"), "glibc")] {
-        run_program(
-            &exe,
-            &Run {
-                preload: Some(&lib),
-                mode,
-                expect,
-                env: &env,
-            },
-        );
+        run_program(&exe, &Run::preloaded(&lib, mode, expect).with_env(&env));
     }
 }
 
@@ -227,11 +150,6 @@ fn no_lock_call_allocates() {
     let env = [("SCALELOCK_LOCKSTAT", "1")];
     run_program(
         &exe,
-        &Run {
-            preload: Some(&lib),
-            mode: None,
-            expect: "scalelock",
-            env: &env,
-        },
+        &Run::preloaded(&lib, None, "scalelock").with_env(&env),
     );
 }

@@ -36,11 +36,12 @@ fn run(args: &[&str], lib: Option<&Path>, mode: &str, env: &[(&str, &str)]) -> (
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let (status, out, err) = run_with_timeout(cmd, PROGRAM_TIMEOUT).expect("sysbench ran");
     let what = format!(
         "sysbench {args:?} (preload: {}, mode {mode})",
         lib.is_some()
     );
+    let (status, out, err) =
+        run_with_timeout(cmd, PROGRAM_TIMEOUT).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(status.success(), "{what} failed: {status}\n{out}\n{err}");
     assert!(
         !out.contains("FATAL") && !err.contains("FATAL"),

@@ -7,68 +7,36 @@
 //!  --target-dir target/loom --test loom_biased`
 #![cfg(loom)]
 
-use loom::cell::UnsafeCell;
-use loom::sync::Arc;
+mod common;
+
+use common::model::far;
 use loom::thread;
-use scalelock::wait::Deadline;
 use scalelock::RawBiasedRwLock;
-use std::time::Duration;
 
-struct Shared {
-    lock: RawBiasedRwLock,
-    data: UnsafeCell<u32>,
-}
-
-// SAFETY: `data` is only accessed under `lock`, which is what these models check.
-unsafe impl Sync for Shared {}
-unsafe impl Send for Shared {}
-
-fn shared() -> Arc<Shared> {
-    Arc::new(Shared {
-        lock: RawBiasedRwLock::new(),
-        data: UnsafeCell::new(0),
-    })
-}
-
-fn read(s: &Shared) -> u32 {
-    s.lock.lock_shared();
-    // SAFETY: the data is accessed under the lock (what the model checks).
-    let v = s.data.with(|p| unsafe { *p });
-    // SAFETY: this thread holds the lock it releases or converts here.
-    unsafe { s.lock.unlock_shared() };
-    v
-}
-
-fn write(s: &Shared) {
-    s.lock.lock_exclusive();
-    // SAFETY: the data is accessed under the lock (what the model checks).
-    s.data.with_mut(|p| unsafe { *p += 1 });
-    // SAFETY: this thread holds the lock it releases or converts here.
-    unsafe { s.lock.unlock_exclusive() };
-}
+type Shared = common::model::Shared<RawBiasedRwLock>;
 
 #[test]
 fn revocation_waits_for_deferred_readers() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
-        let r = thread::spawn(move || read(&s1));
-        write(&s);
+        let r = thread::spawn(move || s1.read());
+        s.write();
         let seen = r.join().unwrap();
         assert!(seen <= 1);
-        assert_eq!(read(&s), 1);
+        assert_eq!(s.read(), 1);
     });
 }
 
 #[test]
 fn two_deferred_readers_and_a_writer() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let s2 = s.clone();
-        let r1 = thread::spawn(move || read(&s1));
-        let r2 = thread::spawn(move || read(&s2));
-        write(&s);
+        let r1 = thread::spawn(move || s1.read());
+        let r2 = thread::spawn(move || s2.read());
+        s.write();
         r1.join().unwrap();
         r2.join().unwrap();
         assert!(s.lock.try_lock_exclusive(), "every reader left");
@@ -80,32 +48,32 @@ fn two_deferred_readers_and_a_writer() {
 #[test]
 fn bias_comes_back_and_is_revoked_again() {
     loom::model(|| {
-        let s = shared();
-        write(&s); // revokes
+        let s = Shared::new();
+        s.write(); // revokes
         let s1 = s.clone();
         let r = thread::spawn(move || {
-            let a = read(&s1); // slow path, re-enables the bias
-            let b = read(&s1); // deferred again (unless a writer revoked meanwhile)
+            let a = s1.read(); // slow path, re-enables the bias
+            let b = s1.read(); // deferred again (unless a writer revoked meanwhile)
             assert!(b >= a);
         });
-        write(&s);
+        s.write();
         r.join().unwrap();
-        assert_eq!(read(&s), 2);
+        assert_eq!(s.read(), 2);
     });
 }
 
 #[test]
 fn two_writers_and_a_reader() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let s2 = s.clone();
-        let w = thread::spawn(move || write(&s1));
-        let r = thread::spawn(move || read(&s2));
-        write(&s);
+        let w = thread::spawn(move || s1.write());
+        let r = thread::spawn(move || s2.read());
+        s.write();
         w.join().unwrap();
         assert!(r.join().unwrap() <= 2);
-        assert_eq!(read(&s), 2);
+        assert_eq!(s.read(), 2);
         // Whether the first writer turned the bias back on, left it paused for the second (who
         // then revoked nothing) or switched it off, a read with no writer around brings it back.
         assert!(s.lock.is_biased(), "the bias stays off with no writer left");
@@ -115,39 +83,34 @@ fn two_writers_and_a_reader() {
 #[test]
 fn timed_revocation_gives_up_and_restores_the_bias() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
-        let r = thread::spawn(move || read(&s1));
-        if s.lock
-            .try_lock_exclusive_until(&Deadline::after(Duration::from_secs(3600)))
-        {
-            // SAFETY: the data is accessed under the lock (what the model checks).
-            s.data.with_mut(|p| unsafe { *p += 1 });
+        let r = thread::spawn(move || s1.read());
+        if s.lock.try_lock_exclusive_until(&far()) {
+            s.add(1);
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s.lock.unlock_exclusive() };
         }
         if s.lock.try_lock_exclusive() {
-            // SAFETY: the data is accessed under the lock (what the model checks).
-            s.data.with_mut(|p| unsafe { *p += 1 });
+            s.add(1);
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s.lock.unlock_exclusive() };
         }
         r.join().unwrap();
-        write(&s);
-        assert!(read(&s) >= 1);
+        s.write();
+        assert!(s.read() >= 1);
     });
 }
 
 #[test]
 fn downgrade_and_nested_deferred_reads() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let r = thread::spawn(move || {
             s1.lock.lock_shared();
             s1.lock.lock_shared(); // nests in the deferred slot (or the underlying lock)
-                                   // SAFETY: the data is accessed under the lock (what the model checks).
-            let v = s1.data.with(|p| unsafe { *p });
+            let v = s1.value();
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe {
                 s1.lock.unlock_shared();
@@ -156,32 +119,28 @@ fn downgrade_and_nested_deferred_reads() {
             v
         });
         s.lock.lock_exclusive();
-        // SAFETY: the data is accessed under the lock (what the model checks).
-        s.data.with_mut(|p| unsafe { *p += 1 });
+        s.add(1);
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.downgrade() };
-        // SAFETY: the data is accessed under the lock (what the model checks).
-        assert_eq!(s.data.with(|p| unsafe { *p }), 1);
+        assert_eq!(s.value(), 1);
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_shared() };
         assert!(r.join().unwrap() <= 1);
-        write(&s);
+        s.write();
     });
 }
 
 #[test]
 fn upgrade_revokes_the_bias() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
-        let r = thread::spawn(move || read(&s1));
+        let r = thread::spawn(move || s1.read());
         s.lock.lock_upgradable();
-        // SAFETY: the data is accessed under the lock (what the model checks).
-        let before = s.data.with(|p| unsafe { *p });
+        let before = s.value();
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.upgrade() };
-        // SAFETY: the data is accessed under the lock (what the model checks).
-        s.data.with_mut(|p| unsafe { *p = before + 1 });
+        s.set(before + 1);
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_exclusive() };
         assert!(r.join().unwrap() <= 1);
@@ -191,29 +150,24 @@ fn upgrade_revokes_the_bias() {
 #[test]
 fn timed_writer_behind_an_upgradable_reader_gives_the_bias_back() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         s.lock.lock_upgradable(); // held on the underlying lock: the writer must wait
         let s1 = s.clone();
         let s2 = s.clone();
         let tw = thread::spawn(move || {
-            if s1
-                .lock
-                .try_lock_exclusive_until(&Deadline::after(Duration::from_secs(3600)))
-            {
-                // SAFETY: the data is accessed under the lock (what the model checks).
-                s1.data.with_mut(|p| unsafe { *p += 1 });
+            if s1.lock.try_lock_exclusive_until(&far()) {
+                s1.add(1);
                 // SAFETY: this thread holds the lock it releases or converts here.
                 unsafe { s1.lock.unlock_exclusive() };
             }
         });
-        let r = thread::spawn(move || read(&s2));
-        // SAFETY: the data is accessed under the lock (what the model checks).
-        let v = s.data.with(|p| unsafe { *p });
+        let r = thread::spawn(move || s2.read());
+        let v = s.value();
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_upgradable() };
         tw.join().unwrap();
         assert!(r.join().unwrap() <= 1);
         assert_eq!(v, 0);
-        write(&s);
+        s.write();
     });
 }

@@ -3,9 +3,11 @@
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p scalelock --release --test loom_condvar`.
 #![cfg(loom)]
 
+mod common;
+
+use common::model::{join_all, model_with_preemptions, spawn_each, spawn_on};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::thread;
 use scalelock::wait::Deadline;
 use scalelock::{Condvar, RawMutex};
 use std::time::Duration;
@@ -57,85 +59,50 @@ fn set_ready(s: &Shared) {
 fn notify_one_is_never_lost() {
     loom::model(|| {
         let s = shared();
-        let s2 = Arc::clone(&s);
-        let t = thread::spawn(move || waiter(&s2));
+        let t = spawn_on(&s, waiter);
         set_ready(&s);
         s.cv.notify_one();
         t.join().unwrap();
     });
 }
 
-#[test]
-fn notify_all_wakes_both_waiters_through_the_requeue() {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.check(|| {
+/// `waiters` threads wait; `notify_all` while holding the mutex, the usual pattern: the waiters
+/// it requeues onto the mutex must each get it after.
+fn notify_all_under_the_mutex_wakes_every_waiter(waiters: usize, preemptions: usize) {
+    model_with_preemptions(preemptions, move || {
         let s = shared();
-        let ts: Vec<_> = (0..2)
-            .map(|_| {
-                let s = Arc::clone(&s);
-                thread::spawn(move || waiter(&s))
-            })
-            .collect();
-        // Notify while holding the mutex, the usual pattern: requeued waiters must get it after.
+        let ts = spawn_each(waiters, &s, waiter);
         s.lock.lock();
         // SAFETY: the lock is held.
         s.ready.with_mut(|r| unsafe { *r = true });
         s.cv.notify_all();
         // SAFETY: locked above.
         unsafe { s.lock.unlock() };
-        for t in ts {
-            t.join().unwrap();
-        }
+        join_all(ts);
         // SAFETY: all threads joined.
-        assert_eq!(s.woke.with(|w| unsafe { *w }), 2);
+        assert_eq!(s.woke.with(|w| unsafe { *w }), waiters as u32);
     });
 }
 
 #[test]
+fn notify_all_wakes_both_waiters_through_the_requeue() {
+    notify_all_under_the_mutex_wakes_every_waiter(2, 2);
+}
+
+#[test]
 fn notify_all_without_holding_the_mutex_still_wakes_everyone() {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.check(|| {
+    model_with_preemptions(2, || {
         let s = shared();
-        let ts: Vec<_> = (0..2)
-            .map(|_| {
-                let s = Arc::clone(&s);
-                thread::spawn(move || waiter(&s))
-            })
-            .collect();
+        let ts = spawn_each(2, &s, waiter);
         set_ready(&s);
         s.cv.notify_all();
-        for t in ts {
-            t.join().unwrap();
-        }
+        join_all(ts);
     });
 }
 
 #[test]
 fn notify_all_passes_the_mutex_along_a_chain_of_three_requeued_waiters() {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(1);
-    b.check(|| {
-        let s = shared();
-        let ts: Vec<_> = (0..3)
-            .map(|_| {
-                let s = Arc::clone(&s);
-                thread::spawn(move || waiter(&s))
-            })
-            .collect();
-        s.lock.lock();
-        // SAFETY: the lock is held.
-        s.ready.with_mut(|r| unsafe { *r = true });
-        s.cv.notify_all();
-        // SAFETY: locked above.
-        unsafe { s.lock.unlock() };
-        for t in ts {
-            t.join().unwrap();
-        }
-        // SAFETY: all threads joined.
-        assert_eq!(s.woke.with(|w| unsafe { *w }), 3);
-    });
+    notify_all_under_the_mutex_wakes_every_waiter(3, 1);
 }
 
 /// Waits like `waiter`, counting itself in `inside` while inside `wait_raw`.
@@ -154,16 +121,9 @@ fn counted_waiter(s: &Shared) {
 
 #[test]
 fn notify_all_returns_exactly_the_number_of_threads_inside_wait() {
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.check(|| {
+    model_with_preemptions(2, || {
         let s = shared();
-        let ts: Vec<_> = (0..2)
-            .map(|_| {
-                let s = Arc::clone(&s);
-                thread::spawn(move || counted_waiter(&s))
-            })
-            .collect();
+        let ts = spawn_each(2, &s, counted_waiter);
         s.lock.lock();
         // SAFETY: the lock is held.
         s.ready.with_mut(|r| unsafe { *r = true });
@@ -171,9 +131,7 @@ fn notify_all_returns_exactly_the_number_of_threads_inside_wait() {
         assert_eq!(s.cv.notify_all(), inside);
         // SAFETY: locked above.
         unsafe { s.lock.unlock() };
-        for t in ts {
-            t.join().unwrap();
-        }
+        join_all(ts);
     });
 }
 
@@ -181,8 +139,7 @@ fn notify_all_returns_exactly_the_number_of_threads_inside_wait() {
 fn notify_one_claims_a_timed_waiter_exactly_when_it_reports_a_notification() {
     loom::model(|| {
         let s = shared();
-        let s2 = Arc::clone(&s);
-        let t = thread::spawn(move || {
+        let t = spawn_on(&s, |s2| {
             s2.lock.lock();
             // SAFETY (cells): the lock is held.
             s2.inside.with_mut(|n| unsafe { *n = 1 });

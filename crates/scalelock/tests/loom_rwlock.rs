@@ -7,77 +7,39 @@
 //!  --target-dir target/loom --test loom_rwlock`
 #![cfg(loom)]
 
-use loom::cell::UnsafeCell;
-use loom::sync::Arc;
+mod common;
+
+use common::model::{far, model_with_preemptions};
 use loom::thread;
-use scalelock::wait::Deadline;
 use scalelock::RawRwLock;
-use std::time::Duration;
 
-/// A lock and the data it protects; loom's `UnsafeCell` reports any access that the lock failed
-/// to order (a writer alongside a reader or another writer).
-struct Shared {
-    lock: RawRwLock,
-    data: UnsafeCell<u32>,
-}
-
-// SAFETY: `data` is only accessed under `lock`, which is what these models check.
-unsafe impl Sync for Shared {}
-unsafe impl Send for Shared {}
-
-fn shared() -> Arc<Shared> {
-    Arc::new(Shared {
-        lock: RawRwLock::new(),
-        data: UnsafeCell::new(0),
-    })
-}
-
-fn read(s: &Shared) -> u32 {
-    s.lock.lock_shared();
-    // SAFETY: the data is accessed under the lock (what the model checks).
-    let v = s.data.with(|p| unsafe { *p });
-    // SAFETY: this thread holds the lock it releases or converts here.
-    unsafe { s.lock.unlock_shared() };
-    v
-}
-
-fn write(s: &Shared) {
-    s.lock.lock_exclusive();
-    // SAFETY: the data is accessed under the lock (what the model checks).
-    s.data.with_mut(|p| unsafe { *p += 1 });
-    // SAFETY: this thread holds the lock it releases or converts here.
-    unsafe { s.lock.unlock_exclusive() };
-}
-
-fn far() -> Deadline {
-    Deadline::after(Duration::from_secs(3600))
-}
+type Shared = common::model::Shared<RawRwLock>;
 
 #[test]
 fn writers_exclude_readers_and_writers() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let s2 = s.clone();
-        let w1 = thread::spawn(move || write(&s1));
-        let r = thread::spawn(move || read(&s2));
-        write(&s);
+        let w1 = thread::spawn(move || s1.write());
+        let r = thread::spawn(move || s2.read());
+        s.write();
         w1.join().unwrap();
         let seen = r.join().unwrap();
         assert!(seen <= 2);
-        assert_eq!(read(&s), 2);
+        assert_eq!(s.read(), 2);
     });
 }
 
 #[test]
 fn readers_share_and_a_writer_waits_for_them() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let s2 = s.clone();
-        let r1 = thread::spawn(move || read(&s1));
-        let r2 = thread::spawn(move || read(&s2));
-        write(&s);
+        let r1 = thread::spawn(move || s1.read());
+        let r2 = thread::spawn(move || s2.read());
+        s.write();
         r1.join().unwrap();
         r2.join().unwrap();
         assert!(!s.lock.is_locked());
@@ -87,45 +49,42 @@ fn readers_share_and_a_writer_waits_for_them() {
 #[test]
 fn write_unlock_gives_readers_their_turn_and_writers_still_wake() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         s.lock.lock_exclusive();
         let s1 = s.clone();
         let s2 = s.clone();
-        let r = thread::spawn(move || read(&s1));
-        let w = thread::spawn(move || write(&s2));
-        // SAFETY: the data is accessed under the lock (what the model checks).
-        s.data.with_mut(|p| unsafe { *p += 1 });
+        let r = thread::spawn(move || s1.read());
+        let w = thread::spawn(move || s2.write());
+        s.add(1);
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_exclusive() };
         let seen = r.join().unwrap();
         w.join().unwrap();
         assert!(seen == 1 || seen == 2);
-        assert_eq!(read(&s), 2);
+        assert_eq!(s.read(), 2);
     });
 }
 
 #[test]
 fn upgrade_waits_for_readers_and_excludes_writers() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let s2 = s.clone();
         let u = thread::spawn(move || {
             s1.lock.lock_upgradable();
-            // SAFETY: the data is accessed under the lock (what the model checks).
-            let before = s1.data.with(|p| unsafe { *p });
+            let before = s1.value();
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.upgrade() };
-            // SAFETY: the data is accessed under the lock (what the model checks).
-            s1.data.with_mut(|p| unsafe { *p = before + 10 });
+            s1.set(before + 10);
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.unlock_exclusive() };
         });
-        let r = thread::spawn(move || read(&s2));
-        write(&s);
+        let r = thread::spawn(move || s2.read());
+        s.write();
         u.join().unwrap();
         r.join().unwrap();
-        let v = read(&s);
+        let v = s.read();
         assert_eq!(v, 11, "lost update");
     });
 }
@@ -133,48 +92,44 @@ fn upgrade_waits_for_readers_and_excludes_writers() {
 #[test]
 fn downgrade_keeps_writers_out_and_lets_readers_in() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let s2 = s.clone();
         let d = thread::spawn(move || {
             s1.lock.lock_exclusive();
-            // SAFETY: the data is accessed under the lock (what the model checks).
-            s1.data.with_mut(|p| unsafe { *p += 1 });
+            s1.add(1);
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.downgrade() };
-            // SAFETY: the data is accessed under the lock (what the model checks).
-            let v = s1.data.with(|p| unsafe { *p });
+            let v = s1.value();
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.unlock_shared() };
             v
         });
-        let r = thread::spawn(move || read(&s2));
-        write(&s);
+        let r = thread::spawn(move || s2.read());
+        s.write();
         let v = d.join().unwrap();
         r.join().unwrap();
         assert!(v == 1 || v == 2);
-        assert_eq!(read(&s), 2);
+        assert_eq!(s.read(), 2);
     });
 }
 
 #[test]
 fn upgradable_downgrades_and_second_upgradable_waits() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let s1 = s.clone();
         let t = thread::spawn(move || {
             s1.lock.lock_upgradable();
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.downgrade_upgradable() };
-            // SAFETY: the data is accessed under the lock (what the model checks).
-            let v = s1.data.with(|p| unsafe { *p });
+            let v = s1.value();
             // SAFETY: this thread holds the lock it releases or converts here.
             unsafe { s1.lock.unlock_shared() };
             v
         });
         s.lock.lock_exclusive();
-        // SAFETY: the data is accessed under the lock (what the model checks).
-        s.data.with_mut(|p| unsafe { *p += 1 });
+        s.add(1);
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.downgrade_to_upgradable() };
         // The other thread may hold an upgradable or a read lock: the upgrade may fail.
@@ -194,10 +149,10 @@ fn upgradable_downgrades_and_second_upgradable_waits() {
 #[test]
 fn read_recursive_enters_while_a_writer_waits() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         s.lock.lock_shared();
         let s1 = s.clone();
-        let w = thread::spawn(move || write(&s1));
+        let w = thread::spawn(move || s1.write());
         // Whether or not the writer waits already, a recursive read must not wait for it.
         s.lock.lock_shared_recursive();
         // SAFETY: this thread holds the lock it releases or converts here.
@@ -206,14 +161,14 @@ fn read_recursive_enters_while_a_writer_waits() {
             s.lock.unlock_shared();
         }
         w.join().unwrap();
-        assert_eq!(read(&s), 1);
+        assert_eq!(s.read(), 1);
     });
 }
 
 #[test]
 fn timed_writer_that_gives_up_strands_nobody() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         s.lock.lock_shared();
         let s1 = s.clone();
         let s2 = s.clone();
@@ -223,19 +178,19 @@ fn timed_writer_that_gives_up_strands_nobody() {
                 unsafe { s1.lock.unlock_exclusive() };
             }
         });
-        let w = thread::spawn(move || write(&s2));
+        let w = thread::spawn(move || s2.write());
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_shared() };
         tw.join().unwrap();
         w.join().unwrap();
-        assert!(read(&s) >= 1);
+        assert!(s.read() >= 1);
     });
 }
 
 #[test]
 fn timed_reader_that_gives_up_strands_nobody() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         s.lock.lock_exclusive();
         let s1 = s.clone();
         let s2 = s.clone();
@@ -245,27 +200,27 @@ fn timed_reader_that_gives_up_strands_nobody() {
                 unsafe { s1.lock.unlock_shared() };
             }
         });
-        let r = thread::spawn(move || read(&s2));
+        let r = thread::spawn(move || s2.read());
         // SAFETY: this thread holds the lock it releases or converts here.
         unsafe { s.lock.unlock_exclusive() };
         tr.join().unwrap();
         r.join().unwrap();
-        write(&s);
+        s.write();
     });
 }
 
 #[test]
 fn two_writers_and_a_reader_all_complete() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let (s1, s2, s3) = (s.clone(), s.clone(), s.clone());
-        let w1 = thread::spawn(move || write(&s1));
-        let w2 = thread::spawn(move || write(&s2));
-        let r = thread::spawn(move || read(&s3));
+        let w1 = thread::spawn(move || s1.write());
+        let w2 = thread::spawn(move || s2.write());
+        let r = thread::spawn(move || s3.read());
         w1.join().unwrap();
         w2.join().unwrap();
         r.join().unwrap();
-        assert_eq!(read(&s), 2);
+        assert_eq!(s.read(), 2);
     });
 }
 
@@ -273,39 +228,37 @@ fn two_writers_and_a_reader_all_complete() {
 fn three_writers_and_a_reader_all_complete() {
     // Four threads: one preemption already explores every hand-over order between them; two
     // take hours.
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(1);
-    model.check(|| {
-        let s = shared();
+    model_with_preemptions(1, || {
+        let s = Shared::new();
         let (s1, s2, s3) = (s.clone(), s.clone(), s.clone());
-        let w1 = thread::spawn(move || write(&s1));
-        let w2 = thread::spawn(move || write(&s2));
-        let r = thread::spawn(move || read(&s3));
-        write(&s);
+        let w1 = thread::spawn(move || s1.write());
+        let w2 = thread::spawn(move || s2.write());
+        let r = thread::spawn(move || s3.read());
+        s.write();
         w1.join().unwrap();
         w2.join().unwrap();
         r.join().unwrap();
-        assert_eq!(read(&s), 3);
+        assert_eq!(s.read(), 3);
     });
 }
 
 #[test]
 fn two_writers_twice_and_a_reader_all_complete() {
     loom::model(|| {
-        let s = shared();
+        let s = Shared::new();
         let (s1, s2, s3) = (s.clone(), s.clone(), s.clone());
         let w1 = thread::spawn(move || {
-            write(&s1);
-            write(&s1);
+            s1.write();
+            s1.write();
         });
         let w2 = thread::spawn(move || {
-            write(&s2);
-            write(&s2);
+            s2.write();
+            s2.write();
         });
-        let r = thread::spawn(move || read(&s3));
+        let r = thread::spawn(move || s3.read());
         w1.join().unwrap();
         w2.join().unwrap();
         r.join().unwrap();
-        assert_eq!(read(&s), 4);
+        assert_eq!(s.read(), 4);
     });
 }

@@ -2,35 +2,26 @@
 //! and are bounded: the work runs in a thread and a hang fails the test with a message.
 #![cfg(not(loom))]
 
+mod common;
+
+use common::{bounded, rwlock};
 use lock_api::{
     RawRwLock as _, RawRwLockRecursiveTimed, RawRwLockUpgradeDowngrade, RawRwLockUpgradeFair,
     RawRwLockUpgradeTimed,
 };
 use scalelock::{RawRwLock, RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Runs `f` in a thread and fails (instead of hanging) if it takes longer than `secs`.
-fn within(secs: u64, what: &'static str, f: impl FnOnce() + Send + 'static) {
-    let (tx, rx) = mpsc::channel();
-    let h = thread::spawn(move || {
-        f();
-        let _ = tx.send(());
-    });
-    match rx.recv_timeout(Duration::from_secs(secs)) {
-        Ok(()) => h.join().unwrap(),
-        Err(mpsc::RecvTimeoutError::Disconnected) => {
-            // The worker panicked: re-raise its panic.
-            if let Err(p) = h.join() {
-                std::panic::resume_unwind(p);
-            }
-        }
-        Err(mpsc::RecvTimeoutError::Timeout) => {
-            panic!("{what}: not done after {secs} s (lost wake-up or starvation)")
-        }
-    }
+rwlock::shared_rwlock_tests! {
+    lock: RwLock,
+    // One acquisition in four a write.
+    writes: |i, j| (i + j) % 4 == 0,
+    // 64 readers and 64 writers.
+    snapshots: (128, 300, 2),
+    reader_spins: 20,
 }
 
 #[test]
@@ -96,199 +87,23 @@ fn readers_share_and_writers_exclude() {
     assert!(!lock.is_locked());
 }
 
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
-)]
-fn writers_see_exclusive_access() {
-    within(30, "128 threads mixing reads and writes", || {
-        let lock = Arc::new(RwLock::new(()));
-        let writers_in = Arc::new(AtomicUsize::new(0));
-        let readers_in = Arc::new(AtomicUsize::new(0));
-        let handles: Vec<_> = (0..128)
-            .map(|i| {
-                let (lock, writers_in, readers_in) =
-                    (lock.clone(), writers_in.clone(), readers_in.clone());
-                thread::spawn(move || {
-                    for j in 0..200 {
-                        if (i + j) % 4 == 0 {
-                            let _w = lock.write();
-                            assert_eq!(writers_in.fetch_add(1, Ordering::SeqCst), 0, "two writers");
-                            assert_eq!(readers_in.load(Ordering::SeqCst), 0, "writer with readers");
-                            std::hint::spin_loop();
-                            writers_in.fetch_sub(1, Ordering::SeqCst);
-                        } else {
-                            let _r = lock.read();
-                            readers_in.fetch_add(1, Ordering::SeqCst);
-                            assert_eq!(writers_in.load(Ordering::SeqCst), 0, "reader with writer");
-                            readers_in.fetch_sub(1, Ordering::SeqCst);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-    });
-}
-
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
-)]
-fn readers_see_consistent_snapshots() {
-    within(
-        30,
-        "64 readers and 64 writers on a two-field invariant",
-        || {
-            let lock = Arc::new(RwLock::new([0u64; 8]));
-            let handles: Vec<_> = (0..128)
-                .map(|i| {
-                    let lock = lock.clone();
-                    thread::spawn(move || {
-                        for _ in 0..300 {
-                            if i % 2 == 0 {
-                                let mut w = lock.write();
-                                let next = w[0] + 1;
-                                for slot in w.iter_mut() {
-                                    *slot = next;
-                                    std::hint::spin_loop();
-                                }
-                            } else {
-                                let r = lock.read();
-                                assert!(r.iter().all(|&v| v == r[0]), "torn read: {:?}", *r);
-                            }
-                        }
-                    })
-                })
-                .collect();
-            for h in handles {
-                h.join().unwrap();
-            }
-            assert_eq!(lock.read()[7], 64 * 300);
-        },
-    );
-}
-
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
-)]
-fn writers_complete_under_a_continuous_stream_of_readers() {
-    within(60, "a writer under 64 continuous readers", || {
-        let lock = Arc::new(RwLock::new(0u64));
-        let stop = Arc::new(AtomicBool::new(false));
-        let readers: Vec<_> = (0..64)
-            .map(|_| {
-                let (lock, stop) = (lock.clone(), stop.clone());
-                thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        // Overlapping readers: never a moment with zero readers unless writers
-                        // get priority.
-                        let _r = lock.read();
-                        for _ in 0..20 {
-                            std::hint::spin_loop();
-                        }
-                    }
-                })
-            })
-            .collect();
-        thread::sleep(Duration::from_millis(20));
-        // Each write waits for the readers inside to drain, some of them preempted (64 busy
-        // threads on a few cores): this checks progress, not speed.
-        for _ in 0..20 {
-            *lock.write() += 1;
-        }
-        stop.store(true, Ordering::Relaxed);
-        for r in readers {
-            r.join().unwrap();
-        }
-        assert_eq!(*lock.read(), 20);
-    });
-}
-
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
-)]
-fn readers_complete_under_a_continuous_stream_of_writers() {
-    within(30, "a reader under 64 continuous writers", || {
-        let lock = Arc::new(RwLock::new(0u64));
-        let stop = Arc::new(AtomicBool::new(false));
-        let writers: Vec<_> = (0..64)
-            .map(|_| {
-                let (lock, stop) = (lock.clone(), stop.clone());
-                thread::spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
-                        *lock.write() += 1;
-                    }
-                })
-            })
-            .collect();
-        thread::sleep(Duration::from_millis(20));
-        let mut last = 0;
-        for _ in 0..200 {
-            let v = *lock.read();
-            assert!(v >= last);
-            last = v;
-        }
-        stop.store(true, Ordering::Relaxed);
-        for w in writers {
-            w.join().unwrap();
-        }
-    });
-}
-
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
-)]
-fn nested_read_recursive_completes_under_waiting_writers() {
-    within(30, "64 nested recursive readers against 16 writers", || {
-        let lock = Arc::new(RwLock::new(0u64));
-        let handles: Vec<_> = (0..80)
-            .map(|i| {
-                let lock = lock.clone();
-                thread::spawn(move || {
-                    for _ in 0..100 {
-                        if i < 16 {
-                            *lock.write() += 1;
-                        } else {
-                            let outer = lock.read();
-                            // A writer may be waiting now; the nested read must not wait for it.
-                            thread::yield_now();
-                            let inner = lock.read_recursive();
-                            let innermost = lock.read_recursive();
-                            assert_eq!(*outer, *inner);
-                            assert_eq!(*inner, *innermost);
-                        }
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        assert_eq!(*lock.read(), 1600);
-    });
-}
-
-#[test]
-fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
-    let lock = Arc::new(RwLock::new(0));
-    let outer = lock.read();
+/// Starts a thread that adds one to `lock` under the write lock, and returns once that writer
+/// waits (behind the read lock the caller holds).
+fn start_a_waiting_writer(lock: &Arc<RwLock<i32>>) -> thread::JoinHandle<()> {
     let l2 = lock.clone();
     let writer = thread::spawn(move || *l2.write() += 1);
     // SAFETY: only the raw lock's state is queried.
     while !unsafe { lock.raw() }.has_waiters() {
         thread::yield_now();
     }
+    writer
+}
+
+#[test]
+fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
+    let lock = Arc::new(RwLock::new(0));
+    let outer = lock.read();
+    let writer = start_a_waiting_writer(&lock);
     assert!(
         lock.try_read().is_none(),
         "a plain read must queue behind the waiting writer"
@@ -308,79 +123,43 @@ fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
 fn plain_read_reentered_while_a_writer_waits_panics_in_debug_builds() {
     let lock = Arc::new(RwLock::new(0));
     let outer = lock.read();
-    let l2 = lock.clone();
-    thread::spawn(move || *l2.write() += 1);
-    // SAFETY: only the raw lock's state is queried.
-    while !unsafe { lock.raw() }.has_waiters() {
-        thread::yield_now();
-    }
+    start_a_waiting_writer(&lock);
     let _inner = lock.read(); // would deadlock: must panic instead
     drop(outer);
 }
 
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
-)]
-fn upgrades_lose_no_update() {
-    within(30, "64 upgraders, readers and writers", || {
-        let lock = Arc::new(RwLock::new(0u64));
-        let handles: Vec<_> = (0..96)
-            .map(|i| {
-                let lock = lock.clone();
-                thread::spawn(move || {
-                    for _ in 0..100 {
-                        match i % 3 {
-                            0 => {
-                                let u = lock.upgradable_read();
-                                let before = *u;
-                                let mut w = RwLockUpgradableReadGuard::upgrade(u);
-                                assert_eq!(*w, before, "a writer slipped in during the upgrade");
-                                *w += 1;
-                            }
-                            1 => *lock.write() += 1,
-                            _ => drop(lock.read()),
-                        }
-                    }
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        assert_eq!(*lock.read(), 64 * 100);
-    });
-}
-
-#[test]
 fn downgrade_admits_waiting_readers_and_no_writer() {
-    within(10, "downgrade with waiting readers", || {
-        let lock = Arc::new(RwLock::new(0));
-        let mut w = lock.write();
-        let readers: Vec<_> = (0..8)
-            .map(|_| {
-                let l = lock.clone();
-                thread::spawn(move || *l.read())
-            })
-            .collect();
-        let l2 = lock.clone();
-        let writer = thread::spawn(move || *l2.write() = 100);
-        thread::sleep(Duration::from_millis(20));
-        *w = 1;
-        let r = RwLockWriteGuard::downgrade(w);
-        assert_eq!(
-            *r, 1,
-            "no writer between the write lock and the downgraded read lock"
-        );
-        for h in readers {
-            let v = h.join().unwrap();
-            assert!(v == 1 || v == 100);
-        }
-        drop(r);
-        writer.join().unwrap();
-        assert_eq!(*lock.read(), 100);
-    });
+    bounded(
+        "downgrade with waiting readers",
+        Duration::from_secs(10),
+        || {
+            let lock = Arc::new(RwLock::new(0));
+            let mut w = lock.write();
+            let readers: Vec<_> = (0..8)
+                .map(|_| {
+                    let l = lock.clone();
+                    thread::spawn(move || *l.read())
+                })
+                .collect();
+            let l2 = lock.clone();
+            let writer = thread::spawn(move || *l2.write() = 100);
+            thread::sleep(Duration::from_millis(20));
+            *w = 1;
+            let r = RwLockWriteGuard::downgrade(w);
+            assert_eq!(
+                *r, 1,
+                "no writer between the write lock and the downgraded read lock"
+            );
+            for h in readers {
+                let v = h.join().unwrap();
+                assert!(v == 1 || v == 100);
+            }
+            drop(r);
+            writer.join().unwrap();
+            assert_eq!(*lock.read(), 100);
+        },
+    );
 }
 
 #[test]
@@ -389,58 +168,64 @@ fn downgrade_admits_waiting_readers_and_no_writer() {
     ignore = "stress test: too many threads and iterations for the interpreter; the smaller tests run the same paths under Miri"
 )]
 fn timed_acquisitions_give_up_and_leave_the_lock_usable() {
-    within(20, "timed waiters against holders", || {
-        let lock = Arc::new(RwLock::new(0));
-        let w = lock.write();
-        let t0 = Instant::now();
-        assert!(lock.try_read_for(Duration::from_millis(20)).is_none());
-        assert!(lock.try_write_for(Duration::from_millis(20)).is_none());
-        assert!(lock
-            .try_upgradable_read_for(Duration::from_millis(20))
-            .is_none());
-        assert!(t0.elapsed() >= Duration::from_millis(60));
-        drop(w);
-        // Timed writers giving up while readers hold, with other writers and readers waiting.
-        let done = Arc::new(AtomicU64::new(0));
-        let handles: Vec<_> = (0..64)
-            .map(|i| {
-                let (lock, done) = (lock.clone(), done.clone());
-                thread::spawn(move || {
-                    for _ in 0..20 {
-                        match i % 4 {
-                            0 => {
-                                if let Some(mut g) = lock.try_write_for(Duration::from_micros(50)) {
-                                    *g += 1;
+    bounded(
+        "timed waiters against holders",
+        Duration::from_secs(20),
+        || {
+            let lock = Arc::new(RwLock::new(0));
+            let w = lock.write();
+            let t0 = Instant::now();
+            assert!(lock.try_read_for(Duration::from_millis(20)).is_none());
+            assert!(lock.try_write_for(Duration::from_millis(20)).is_none());
+            assert!(lock
+                .try_upgradable_read_for(Duration::from_millis(20))
+                .is_none());
+            assert!(t0.elapsed() >= Duration::from_millis(60));
+            drop(w);
+            // Timed writers giving up while readers hold, with other writers and readers waiting.
+            let done = Arc::new(AtomicU64::new(0));
+            let handles: Vec<_> = (0..64)
+                .map(|i| {
+                    let (lock, done) = (lock.clone(), done.clone());
+                    thread::spawn(move || {
+                        for _ in 0..20 {
+                            match i % 4 {
+                                0 => {
+                                    if let Some(mut g) =
+                                        lock.try_write_for(Duration::from_micros(50))
+                                    {
+                                        *g += 1;
+                                    }
+                                }
+                                1 => drop(lock.try_read_for(Duration::from_micros(50))),
+                                2 => *lock.write() += 1,
+                                _ => {
+                                    let r = lock.read();
+                                    thread::sleep(Duration::from_micros(100));
+                                    drop(r);
                                 }
                             }
-                            1 => drop(lock.try_read_for(Duration::from_micros(50))),
-                            2 => *lock.write() += 1,
-                            _ => {
-                                let r = lock.read();
-                                thread::sleep(Duration::from_micros(100));
-                                drop(r);
-                            }
                         }
-                    }
-                    done.fetch_add(1, Ordering::Relaxed);
+                        done.fetch_add(1, Ordering::Relaxed);
+                    })
                 })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        assert_eq!(done.load(Ordering::Relaxed), 64);
-        assert!(
-            lock.try_write().is_some(),
-            "the lock is free and usable afterwards"
-        );
-        let u = lock.upgradable_read();
-        let u = match RwLockUpgradableReadGuard::try_upgrade_for(u, Duration::from_millis(5)) {
-            Ok(w) => RwLockWriteGuard::downgrade_to_upgradable(w),
-            Err(_) => panic!("a lone upgradable reader must upgrade"),
-        };
-        drop(u);
-    });
+                .collect();
+            for h in handles {
+                h.join().unwrap();
+            }
+            assert_eq!(done.load(Ordering::Relaxed), 64);
+            assert!(
+                lock.try_write().is_some(),
+                "the lock is free and usable afterwards"
+            );
+            let u = lock.upgradable_read();
+            let u = match RwLockUpgradableReadGuard::try_upgrade_for(u, Duration::from_millis(5)) {
+                Ok(w) => RwLockWriteGuard::downgrade_to_upgradable(w),
+                Err(_) => panic!("a lone upgradable reader must upgrade"),
+            };
+            drop(u);
+        },
+    );
 }
 
 #[test]
@@ -458,27 +243,22 @@ fn no_writer_is_left_asleep_when_writers_and_a_reader_churn() {
     let mut rounds = 0;
     while t0.elapsed() < Duration::from_secs(3) || rounds < 10 {
         rounds += 1;
-        within(10, "16 writers and a reader, round after round", || {
-            let lock = Arc::new(RwLock::new(0u64));
-            let stop = Arc::new(AtomicBool::new(false));
-            let writers: Vec<_> = (0..16)
-                .map(|_| {
-                    let (lock, stop) = (lock.clone(), stop.clone());
-                    thread::spawn(move || {
-                        while !stop.load(Ordering::Relaxed) {
-                            *lock.write() += 1;
+        bounded(
+            "16 writers and a reader, round after round",
+            Duration::from_secs(10),
+            || {
+                let lock = RwLock::new(0u64);
+                rwlock::while_threads_churn(
+                    16,
+                    || *lock.write() += 1,
+                    || {
+                        thread::sleep(Duration::from_millis(5));
+                        for _ in 0..200 {
+                            drop(lock.read());
                         }
-                    })
-                })
-                .collect();
-            thread::sleep(Duration::from_millis(5));
-            for _ in 0..200 {
-                drop(lock.read());
-            }
-            stop.store(true, Ordering::Relaxed);
-            for w in writers {
-                w.join().unwrap();
-            }
-        });
+                    },
+                );
+            },
+        );
     }
 }

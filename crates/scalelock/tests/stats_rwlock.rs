@@ -4,7 +4,7 @@
 //! the locks it created.
 #![cfg(all(not(loom), feature = "lockstat"))]
 
-use scalelock::stats::{self, Report, Site};
+use scalelock::stats::{self, Counters, Report, Site};
 use scalelock::{BiasedRwLock, RwLock};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
@@ -29,7 +29,7 @@ trait Held {}
 impl<T> Held for T {}
 
 /// Runs `hold` on another thread while it holds the lock (taken by `take`), until `waiting`
-/// says the main thread waits for it (bounded), plus 5 ms.
+/// says the main thread waits for it (bounded), plus [`HOLD_NS`].
 fn hold_until<L: Send + Sync + 'static>(
     lock: &Arc<L>,
     take: fn(&L) -> Box<dyn Held + '_>,
@@ -44,82 +44,91 @@ fn hold_until<L: Send + Sync + 'static>(
         while !waiting(&l) && t0.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_micros(200));
         }
-        std::thread::sleep(Duration::from_millis(5));
+        std::thread::sleep(Duration::from_nanos(HOLD_NS));
         drop(g);
     });
     rx.recv().unwrap();
     h
 }
 
-#[test]
-fn a_writer_waiting_for_a_reader_is_recorded_at_its_call_site() {
+/// How long [`hold_until`]'s holder keeps the lock at least once the main thread waits: the
+/// least wait each contended acquisition below records.
+const HOLD_NS: u64 = 5_000_000;
+
+/// With the other tests kept out, records what `f` does in a zeroed table; returns the report
+/// and what `f` returned.
+fn record<T>(f: impl FnOnce() -> T) -> (Report, T) {
     let _s = serial();
     stats::enable();
     stats::reset();
-    let l = Arc::new(RwLock::with_name("rw_writer_waits", 0u32));
-    let h = hold_until(
-        &l,
-        |l| Box::new(l.read()),
-        // SAFETY: reading the raw lock's state only.
-        |l| unsafe { l.raw() }.has_waiters(),
-    );
-    let (mut g, line) = (l.write(), line!());
-    *g += 1;
-    drop(g);
-    h.join().unwrap();
-    *l.write() += 1;
+    let out = f();
     let r = stats::report();
     stats::disable();
-    let lr = r
-        .locks
+    (r, out)
+}
+
+/// The counters of the lock called `name`.
+fn counters_of(r: &Report, name: &str) -> Counters {
+    r.locks
         .iter()
-        .find(|x| x.lock.name == Some("rw_writer_waits"))
-        .unwrap();
-    assert_eq!(
-        lr.counters.acquisitions, 2,
-        "write acquisitions are counted exactly"
-    );
-    assert!(
-        lr.counters.contended >= 1 && lr.counters.wait_ns >= 5_000_000,
-        "{:?}",
-        lr.counters
-    );
-    let (c, w) = site_wait(&r, line);
-    assert!(c >= 1 && w >= 5_000_000, "write site: {c} {w}");
+        .find(|x| x.lock.name == Some(name))
+        .unwrap_or_else(|| panic!("no lock {name} in the report"))
+        .counters
+}
+
+/// Asserts that the lock's counters and its call site at `line` (`what`) each show at least
+/// one contended acquisition that waited a whole hold.
+fn assert_waited_a_hold(r: &Report, lock: &Counters, line: u32, what: &str) {
+    assert!(lock.contended >= 1 && lock.wait_ns >= HOLD_NS, "{lock:?}");
+    let (c, w) = site_wait(r, line);
+    assert!(c >= 1 && w >= HOLD_NS, "{what} site: {c} {w}");
+}
+
+#[test]
+fn a_writer_waiting_for_a_reader_is_recorded_at_its_call_site() {
+    let (r, line) = record(|| {
+        let l = Arc::new(RwLock::with_name("rw_writer_waits", 0u32));
+        let h = hold_until(
+            &l,
+            |l| Box::new(l.read()),
+            // SAFETY: reading the raw lock's state only.
+            |l| unsafe { l.raw() }.has_waiters(),
+        );
+        let (mut g, line) = (l.write(), line!());
+        *g += 1;
+        drop(g);
+        h.join().unwrap();
+        *l.write() += 1;
+        line
+    });
+    let c = counters_of(&r, "rw_writer_waits");
+    assert_eq!(c.acquisitions, 2, "write acquisitions are counted exactly");
+    assert_waited_a_hold(&r, &c, line, "write");
 }
 
 #[test]
 fn a_reader_waiting_for_a_writer_is_recorded_at_its_call_site() {
-    let _s = serial();
-    stats::enable();
-    stats::reset();
-    let l = Arc::new(RwLock::with_name("rw_reader_waits", 0u32));
-    let h = hold_until(
-        &l,
-        |l| Box::new(l.write()),
-        // SAFETY: reading the raw lock's state only.
-        |l| unsafe { l.raw() }.has_waiters(),
-    );
-    let (g, line) = (l.read(), line!());
-    drop(g);
-    h.join().unwrap();
-    for _ in 0..10 {
-        drop(l.read());
-    }
-    let r = stats::report();
-    stats::disable();
-    let lr = r
-        .locks
-        .iter()
-        .find(|x| x.lock.name == Some("rw_reader_waits"))
-        .unwrap();
-    assert_eq!(
-        lr.counters.acquisitions, 1,
-        "only the write is counted, never a read"
-    );
-    assert!(lr.counters.contended >= 1, "{:?}", lr.counters);
-    let (c, w) = site_wait(&r, line);
-    assert!(c >= 1 && w >= 5_000_000, "read site: {c} {w}");
+    let (r, line) = record(|| {
+        let l = Arc::new(RwLock::with_name("rw_reader_waits", 0u32));
+        let h = hold_until(
+            &l,
+            |l| Box::new(l.write()),
+            // SAFETY: reading the raw lock's state only.
+            |l| unsafe { l.raw() }.has_waiters(),
+        );
+        let (g, line) = (l.read(), line!());
+        drop(g);
+        h.join().unwrap();
+        for _ in 0..10 {
+            drop(l.read());
+        }
+        line
+    });
+    let c = counters_of(&r, "rw_reader_waits");
+    assert_eq!(c.acquisitions, 1, "only the write is counted, never a read");
+    assert!(c.contended >= 1, "{c:?}");
+    let (sc, sw) = site_wait(&r, line);
+    assert!(sc >= 1 && sw >= HOLD_NS, "read site: {sc} {sw}");
 }
 
 #[test]
@@ -129,30 +138,18 @@ fn a_reader_waiting_for_a_writer_is_recorded_at_its_call_site() {
               5 ms hold since the Waiter refactor; passes natively; not yet diagnosed"
 )]
 fn a_biased_writer_draining_readers_is_recorded_at_its_call_site() {
-    let _s = serial();
-    stats::enable();
-    stats::reset();
-    let l = Arc::new(BiasedRwLock::with_name("biased_drain", 0u32));
-    let h = hold_until(&l, |l| Box::new(l.read()), |l| l.is_locked_exclusive());
-    let (mut g, line) = (l.write(), line!());
-    *g += 1;
-    drop(g);
-    h.join().unwrap();
-    let r = stats::report();
-    stats::disable();
-    let lr = r
-        .locks
-        .iter()
-        .find(|x| x.lock.name == Some("biased_drain"))
-        .unwrap();
-    assert_eq!(lr.counters.acquisitions, 1);
-    assert!(
-        lr.counters.contended >= 1 && lr.counters.wait_ns >= 5_000_000,
-        "{:?}",
-        lr.counters
-    );
-    let (c, w) = site_wait(&r, line);
-    assert!(c >= 1 && w >= 5_000_000, "write site: {c} {w}");
+    let (r, line) = record(|| {
+        let l = Arc::new(BiasedRwLock::with_name("biased_drain", 0u32));
+        let h = hold_until(&l, |l| Box::new(l.read()), |l| l.is_locked_exclusive());
+        let (mut g, line) = (l.write(), line!());
+        *g += 1;
+        drop(g);
+        h.join().unwrap();
+        line
+    });
+    let c = counters_of(&r, "biased_drain");
+    assert_eq!(c.acquisitions, 1);
+    assert_waited_a_hold(&r, &c, line, "write");
 }
 
 #[test]

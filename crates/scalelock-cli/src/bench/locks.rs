@@ -6,8 +6,9 @@
 //!
 //! A workload reaches a lock by name through [`run_mutex`] / [`run_rwlock`]: it implements
 //! [`MutexBench`] or [`RwBench`] (one generic `run` method), and the dispatch function picks the
-//! adapter type for the name. Adding a lock = one adapter type + one line in the dispatch `match`
-//! + its name in [`MUTEXES`] / [`RWLOCKS`] + a line in [`describe`].
+//! adapter type for the name. Adding a lock = one adapter type (one `guard_mutex!` /
+//! `guard_rwlock!` for a lock whose acquisitions return guards) + one line in the dispatch
+//! `match` + its name in [`MUTEXES`] / [`RWLOCKS`] + a line in [`describe`].
 //!
 //! The locks protect `()`: workloads keep their shared data in atomics accessed with `Relaxed`
 //! loads and stores (plain moves on x86 and ARM), so a lock that failed to exclude would show up
@@ -197,61 +198,47 @@ pub fn rwlock_nesting(lock: &str) -> Option<Nesting> {
 // Mutexes
 // ---------------------------------------------------------------------------------------------
 
-/// `scalelock::Mutex`.
-pub struct ScalelockMutex(scalelock::Mutex<()>);
+/// Defines a [`BenchMutex`] adapter that wraps a lock over `()` whose acquisition, `$lock`
+/// (with `$l` the wrapped lock), returns a guard.
+macro_rules! guard_mutex {
+    ($(#[$doc:meta])* $name:ident($inner:ty), |$l:ident| $lock:expr) => {
+        $(#[$doc])*
+        pub struct $name($inner);
 
-impl BenchMutex for ScalelockMutex {
-    fn new() -> Self {
-        ScalelockMutex(scalelock::Mutex::new(()))
-    }
-    #[inline]
-    fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.lock();
-        f()
-    }
+        impl BenchMutex for $name {
+            fn new() -> Self {
+                $name(<$inner>::new(()))
+            }
+            #[inline]
+            fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
+                let $l = &self.0;
+                let _guard = $lock;
+                f()
+            }
+        }
+    };
 }
 
-/// `std::sync::Mutex`.
-pub struct StdMutex(std::sync::Mutex<()>);
-
-impl BenchMutex for StdMutex {
-    fn new() -> Self {
-        StdMutex(std::sync::Mutex::new(()))
-    }
-    #[inline]
-    fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        f()
-    }
-}
-
-/// `parking_lot::Mutex`.
-pub struct ParkingLotMutex(parking_lot::Mutex<()>);
-
-impl BenchMutex for ParkingLotMutex {
-    fn new() -> Self {
-        ParkingLotMutex(parking_lot::Mutex::new(()))
-    }
-    #[inline]
-    fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.lock();
-        f()
-    }
-}
-
-/// `spin::Mutex` (a spinning mutex that never sleeps).
-pub struct SpinMutex(spin::Mutex<()>);
-
-impl BenchMutex for SpinMutex {
-    fn new() -> Self {
-        SpinMutex(spin::Mutex::new(()))
-    }
-    #[inline]
-    fn locked<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.lock();
-        f()
-    }
-}
+guard_mutex!(
+    /// `scalelock::Mutex`.
+    ScalelockMutex(scalelock::Mutex<()>),
+    |l| l.lock()
+);
+guard_mutex!(
+    /// `std::sync::Mutex`.
+    StdMutex(std::sync::Mutex<()>),
+    |l| l.lock().unwrap_or_else(PoisonError::into_inner)
+);
+guard_mutex!(
+    /// `parking_lot::Mutex`.
+    ParkingLotMutex(parking_lot::Mutex<()>),
+    |l| l.lock()
+);
+guard_mutex!(
+    /// `spin::Mutex` (a spinning mutex that never sleeps).
+    SpinMutex(spin::Mutex<()>),
+    |l| l.lock()
+);
 
 /// A bare test-and-set spinlock: `swap(true)` until it returns `false`, spinning on a plain load
 /// with a PAUSE in between. The cheapest possible uncontended lock; collapses under
@@ -387,142 +374,96 @@ impl BenchMutex for PthreadAdaptiveMutex {
 // RwLocks
 // ---------------------------------------------------------------------------------------------
 
-/// `scalelock::RwLock`; nested reads use `read_recursive` (never blocked by a waiting writer).
-pub struct ScalelockRwLock(scalelock::RwLock<()>);
+/// Defines a [`BenchRwLock`] adapter that wraps an rwlock over `()` whose acquisitions return
+/// guards: `read` and `write` (and `read_nested` where the lock has its own) take the lock, with
+/// `$l` the wrapped lock.
+macro_rules! guard_rwlock {
+    (
+        $(#[$doc:meta])*
+        $name:ident($inner:ty), $nesting:ident,
+        read: |$r:ident| $read:expr,
+        write: |$w:ident| $write:expr
+        $(, read_nested: |$n:ident| $nested:expr)? $(,)?
+    ) => {
+        $(#[$doc])*
+        pub struct $name($inner);
 
-impl BenchRwLock for ScalelockRwLock {
-    const NESTING: Nesting = Nesting::Recursive;
-    fn new() -> Self {
-        ScalelockRwLock(scalelock::RwLock::new(()))
-    }
-    #[inline]
-    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read();
-        f()
-    }
-    #[inline]
-    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.write();
-        f()
-    }
-    #[inline]
-    fn read_nested<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read_recursive();
-        f()
-    }
+        impl BenchRwLock for $name {
+            const NESTING: Nesting = Nesting::$nesting;
+            fn new() -> Self {
+                $name(<$inner>::new(()))
+            }
+            #[inline]
+            fn read<R>(&self, f: impl FnOnce() -> R) -> R {
+                let $r = &self.0;
+                let _guard = $read;
+                f()
+            }
+            #[inline]
+            fn write<R>(&self, f: impl FnOnce() -> R) -> R {
+                let $w = &self.0;
+                let _guard = $write;
+                f()
+            }
+            $(
+                #[inline]
+                fn read_nested<R>(&self, f: impl FnOnce() -> R) -> R {
+                    let $n = &self.0;
+                    let _guard = $nested;
+                    f()
+                }
+            )?
+        }
+    };
 }
 
-/// `scalelock::BiasedRwLock`; nested reads use `read_recursive`.
-pub struct ScalelockBiasedRwLock(scalelock::BiasedRwLock<()>);
-
-impl BenchRwLock for ScalelockBiasedRwLock {
-    const NESTING: Nesting = Nesting::Recursive;
-    fn new() -> Self {
-        ScalelockBiasedRwLock(scalelock::BiasedRwLock::new(()))
-    }
-    #[inline]
-    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read();
-        f()
-    }
-    #[inline]
-    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.write();
-        f()
-    }
-    #[inline]
-    fn read_nested<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read_recursive();
-        f()
-    }
-}
-
-/// `std::sync::RwLock` (writer-preferring on Linux: a nested read can deadlock behind a waiting
-/// writer, so nesting is flattened).
-pub struct StdRwLock(std::sync::RwLock<()>);
-
-impl BenchRwLock for StdRwLock {
-    const NESTING: Nesting = Nesting::Flattened;
-    fn new() -> Self {
-        StdRwLock(std::sync::RwLock::new(()))
-    }
-    #[inline]
-    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        f()
-    }
-    #[inline]
-    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        f()
-    }
-}
-
-/// `parking_lot::RwLock`; nested reads use `read_recursive`.
-pub struct ParkingLotRwLock(parking_lot::RwLock<()>);
-
-impl BenchRwLock for ParkingLotRwLock {
-    const NESTING: Nesting = Nesting::Recursive;
-    fn new() -> Self {
-        ParkingLotRwLock(parking_lot::RwLock::new(()))
-    }
-    #[inline]
-    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read();
-        f()
-    }
-    #[inline]
-    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.write();
-        f()
-    }
-    #[inline]
-    fn read_nested<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read_recursive();
-        f()
-    }
-}
-
-/// `spin::RwLock`: waiting writers never block readers, so a nested read is safe.
-pub struct SpinRwLock(spin::RwLock<()>);
-
-impl BenchRwLock for SpinRwLock {
-    const NESTING: Nesting = Nesting::Reentrant;
-    fn new() -> Self {
-        SpinRwLock(spin::RwLock::new(()))
-    }
-    #[inline]
-    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read();
-        f()
-    }
-    #[inline]
-    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.write();
-        f()
-    }
-}
-
-/// `crossbeam_utils::sync::ShardedLock`: a read locks one shard's std `RwLock`, so, like std, a
-/// nested read could deadlock behind a waiting writer; nesting is flattened.
-pub struct ShardedRwLock(crossbeam_utils::sync::ShardedLock<()>);
-
-impl BenchRwLock for ShardedRwLock {
-    const NESTING: Nesting = Nesting::Flattened;
-    fn new() -> Self {
-        ShardedRwLock(crossbeam_utils::sync::ShardedLock::new(()))
-    }
-    #[inline]
-    fn read<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.read().unwrap_or_else(PoisonError::into_inner);
-        f()
-    }
-    #[inline]
-    fn write<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _guard = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        f()
-    }
-}
+guard_rwlock!(
+    /// `scalelock::RwLock`; nested reads use `read_recursive` (never blocked by a waiting writer).
+    ScalelockRwLock(scalelock::RwLock<()>),
+    Recursive,
+    read: |l| l.read(),
+    write: |l| l.write(),
+    read_nested: |l| l.read_recursive(),
+);
+guard_rwlock!(
+    /// `scalelock::BiasedRwLock`; nested reads use `read_recursive`.
+    ScalelockBiasedRwLock(scalelock::BiasedRwLock<()>),
+    Recursive,
+    read: |l| l.read(),
+    write: |l| l.write(),
+    read_nested: |l| l.read_recursive(),
+);
+guard_rwlock!(
+    /// `std::sync::RwLock` (writer-preferring on Linux: a nested read can deadlock behind a
+    /// waiting writer, so nesting is flattened).
+    StdRwLock(std::sync::RwLock<()>),
+    Flattened,
+    read: |l| l.read().unwrap_or_else(PoisonError::into_inner),
+    write: |l| l.write().unwrap_or_else(PoisonError::into_inner),
+);
+guard_rwlock!(
+    /// `parking_lot::RwLock`; nested reads use `read_recursive`.
+    ParkingLotRwLock(parking_lot::RwLock<()>),
+    Recursive,
+    read: |l| l.read(),
+    write: |l| l.write(),
+    read_nested: |l| l.read_recursive(),
+);
+guard_rwlock!(
+    /// `spin::RwLock`: waiting writers never block readers, so a nested read is safe.
+    SpinRwLock(spin::RwLock<()>),
+    Reentrant,
+    read: |l| l.read(),
+    write: |l| l.write(),
+);
+guard_rwlock!(
+    /// `crossbeam_utils::sync::ShardedLock`: a read locks one shard's std `RwLock`, so, like
+    /// std, a nested read could deadlock behind a waiting writer; nesting is flattened.
+    ShardedRwLock(crossbeam_utils::sync::ShardedLock<()>),
+    Flattened,
+    read: |l| l.read().unwrap_or_else(PoisonError::into_inner),
+    write: |l| l.write().unwrap_or_else(PoisonError::into_inner),
+);
 
 /// glibc's default `pthread_rwlock_t` (reader-preferring, so a nested `rdlock` is safe),
 /// initialised in place on the heap and destroyed on drop.

@@ -6,42 +6,19 @@
 
 use super::symbols::Mapping;
 
-/// The counters of one lock or (lock, call site), as the dump has them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Counters {
-    pub acquisitions: u64,
-    pub contended: u64,
-    pub timeouts: u64,
-    pub spin_ns: u64,
-    pub sleeps: u64,
-    pub handoffs: u64,
-    pub wait_ns: u64,
-    pub max_wait_ns: u64,
-    pub hold_samples: u64,
-    pub hold_ns: u64,
-    pub max_hold_ns: u64,
-}
+/// The counters of one lock or (lock, call site): the dump has every one of
+/// [`Counters::scalars`], none of the histogram.
+pub use scalelock::stats::Counters;
 
-impl Counters {
-    /// Average sampled hold, in nanoseconds.
-    pub fn avg_hold_ns(&self) -> u64 {
-        self.hold_ns.checked_div(self.hold_samples).unwrap_or(0)
+/// Serialises the counters the dump has, as the fields of the row that holds them (with
+/// `#[serde(flatten, serialize_with = ...)]`), under their own names.
+pub fn serialize_scalars<S: serde::Serializer>(c: &Counters, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap as _;
+    let mut map = s.serialize_map(Some(Counters::SCALARS))?;
+    for (name, value) in c.scalars() {
+        map.serialize_entry(name, &value)?;
     }
-
-    /// Adds `o` in (maxima are maxima).
-    pub fn merge(&mut self, o: &Counters) {
-        self.acquisitions += o.acquisitions;
-        self.contended += o.contended;
-        self.timeouts += o.timeouts;
-        self.spin_ns += o.spin_ns;
-        self.sleeps += o.sleeps;
-        self.handoffs += o.handoffs;
-        self.wait_ns += o.wait_ns;
-        self.max_wait_ns = self.max_wait_ns.max(o.max_wait_ns);
-        self.hold_samples += o.hold_samples;
-        self.hold_ns += o.hold_ns;
-        self.max_hold_ns = self.max_hold_ns.max(o.max_hold_ns);
-    }
+    map.end()
 }
 
 /// A per-lock line: the lock's address, counters, and the code address of its first user.
@@ -118,25 +95,13 @@ pub fn parse(text: &str) -> Result<Dump, String> {
             "dropped" => d.dropped = rest.parse().map_err(|_| bad())?,
             "maps" => in_maps = true,
             "lock" | "site" => {
-                let mut f = rest.splitn(13, ' ');
+                // The address, the counters, then the label (which may hold spaces).
+                let mut f = rest.splitn(Counters::SCALARS + 2, ' ');
                 let addr = f.next().and_then(hex).ok_or_else(bad)?;
-                let mut c = [0u64; 11];
-                for v in &mut c {
+                let mut counters = Counters::default();
+                for (_, v) in counters.scalars_mut() {
                     *v = f.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
                 }
-                let counters = Counters {
-                    acquisitions: c[0],
-                    contended: c[1],
-                    timeouts: c[2],
-                    spin_ns: c[3],
-                    sleeps: c[4],
-                    handoffs: c[5],
-                    wait_ns: c[6],
-                    max_wait_ns: c[7],
-                    hold_samples: c[8],
-                    hold_ns: c[9],
-                    max_hold_ns: c[10],
-                };
                 let label = f.next().unwrap_or("-");
                 let (kind, value) = label.split_once(' ').unwrap_or((label, ""));
                 if key == "lock" {
@@ -192,6 +157,94 @@ mod tests {
         assert_eq!(d.sites[1].caller, None);
         assert_eq!(d.maps.len(), 1);
         assert_eq!(d.stacks[0].frames, vec![0x401, 0x502]);
+    }
+
+    /// Every counter goes through scalelock's dump writer and this parser with its own
+    /// value, so that a counter missing, added or moved on one side shows.
+    #[test]
+    fn every_counter_round_trips_through_the_dump() {
+        use scalelock::stats::{self, raw};
+        use std::io::{Read as _, Seek as _};
+        use std::os::fd::AsRawFd as _;
+
+        static LOCK: u64 = 0; // stands in for a C lock: only its address is used
+        let lock = &LOCK as *const u64 as usize;
+        let caller = 0x4242;
+        stats::enable();
+        for _ in 0..7 {
+            raw::acquired(lock, 0);
+        }
+        // (wait, spun, sleeps, hand-off, acquired)
+        for (wait, spun, sleeps, handoff, ok) in [
+            (1_000, 100, 2, true, true),
+            (5_000, 300, 4, false, false),
+            (2_500, 40, 0, true, true),
+            (700, 0, 0, true, true),
+        ] {
+            raw::contended(lock, caller, wait, spun, sleeps, handoff, ok);
+        }
+        for hold in [900, 2_000, 3_300, 10, 20] {
+            raw::held(lock, caller, hold);
+        }
+        stats::disable();
+        let path =
+            std::env::temp_dir().join(format!("scalelock-dump-round-trip-{}", std::process::id()));
+        let mut file = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .unwrap();
+        let _ = std::fs::remove_file(&path);
+        stats::dump_to_fd(file.as_raw_fd());
+        let recorded = stats::report();
+        let mut text = String::new();
+        file.rewind().unwrap();
+        file.read_to_string(&mut text).unwrap();
+
+        let d = parse(&text).unwrap();
+        let parsed = d.locks.iter().find(|l| l.addr == lock as u64).unwrap();
+        let expected = Counters {
+            acquisitions: 7,
+            contended: 4,
+            timeouts: 1,
+            spin_ns: 440,
+            sleeps: 6,
+            handoffs: 3,
+            wait_ns: 9_200,
+            max_wait_ns: 5_000,
+            hold_samples: 5,
+            hold_ns: 6_230,
+            max_hold_ns: 3_300,
+            ..Default::default()
+        };
+        assert_eq!(parsed.counters, expected, "{text}");
+        let mut values: Vec<u64> = expected.scalars().iter().map(|s| s.1).collect();
+        values.sort_unstable();
+        values.dedup();
+        assert_eq!(
+            values.len(),
+            Counters::SCALARS,
+            "every counter its own value"
+        );
+        assert!(!values.contains(&0), "every counter its own value");
+        let reported = recorded.locks.iter().find(|l| l.lock.addr == lock).unwrap();
+        assert_eq!(
+            reported.counters.scalars(),
+            expected.scalars(),
+            "the dump says what the report says"
+        );
+        let site = d
+            .sites
+            .iter()
+            .find(|s| s.lock == lock as u64 && s.caller == Some(caller as u64))
+            .unwrap();
+        let site_expected = Counters {
+            acquisitions: 0,
+            ..expected
+        };
+        assert_eq!(site.counters, site_expected, "{text}");
     }
 
     #[test]

@@ -49,7 +49,7 @@ pub struct SiteRow {
     pub caller: String,
     pub caller_addr: Option<u64>,
     pub source: Option<String>,
-    #[serde(flatten)]
+    #[serde(flatten, serialize_with = "dump::serialize_scalars")]
     pub counters: Counters,
 }
 
@@ -60,7 +60,7 @@ pub struct LockRow {
     pub addr: u64,
     /// Whether `lock` is the data symbol of a static lock.
     pub static_symbol: bool,
-    #[serde(flatten)]
+    #[serde(flatten, serialize_with = "dump::serialize_scalars")]
     pub counters: Counters,
 }
 

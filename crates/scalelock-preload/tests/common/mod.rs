@@ -48,82 +48,91 @@ pub fn compile(name: &str) -> PathBuf {
     compile_with(name, &[])
 }
 
-/// [`compile`] with more gcc flags.
-pub fn compile_with(name: &str, flags: &[&str]) -> PathBuf {
-    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// The C compiler's flags for every test program and library.
+const GCC_FLAGS: [&str; 7] = [
+    "-std=gnu11",
+    "-O1",
+    "-g",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pthread",
+];
+
+/// `tests/c/<file>`.
+fn source(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/c")
-        .join(format!("{name}.c"));
+        .join(file)
+}
+
+/// Where a compiled test program or library named `file` goes (the folder is made if needed).
+fn output(file: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preload-c");
     std::fs::create_dir_all(&dir).expect("create temp dir");
-    let out = dir.join(format!("{name}-{}-{n}", std::process::id()));
-    let status = Command::new("gcc")
-        .args([
-            "-std=gnu11",
-            "-O1",
-            "-g",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pthread",
-            "-o",
-        ])
+    dir.join(file)
+}
+
+/// A number of its own for each compiled program of this test binary.
+fn next_seq() -> usize {
+    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs the compiler `command` and fails the test if it fails on `src`.
+fn build(mut command: Command, src: &Path) {
+    let status = command.status().unwrap_or_else(|e| {
+        panic!(
+            "{:?} must be installed to build the test programs: {e}",
+            command.get_program()
+        )
+    });
+    assert!(
+        status.success(),
+        "{:?} failed on {}",
+        command.get_program(),
+        src.display()
+    );
+}
+
+/// [`compile`] with more gcc flags.
+pub fn compile_with(name: &str, flags: &[&str]) -> PathBuf {
+    let src = source(&format!("{name}.c"));
+    let out = output(&format!("{name}-{}-{}", std::process::id(), next_seq()));
+    let mut gcc = Command::new("gcc");
+    gcc.args(GCC_FLAGS)
+        .arg("-o")
         .arg(&out)
         .args(flags)
         .arg(&src)
-        .arg("-ldl")
-        .status()
-        .expect("gcc must be installed to build the C test programs");
-    assert!(status.success(), "gcc failed on {}", src.display());
+        .arg("-ldl");
+    build(gcc, &src);
     out
 }
 
 /// Compiles `tests/c/<name>.cc` with g++ into the target's temporary folder; returns the binary.
 pub fn compile_cpp(name: &str) -> PathBuf {
-    static SEQ: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/c")
-        .join(format!("{name}.cc"));
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preload-c");
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    let out = dir.join(format!("{name}-cc-{}-{n}", std::process::id()));
-    let status = Command::new("g++")
-        .args(["-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
+    let src = source(&format!("{name}.cc"));
+    let out = output(&format!("{name}-cc-{}-{}", std::process::id(), next_seq()));
+    let mut gxx = Command::new("g++");
+    gxx.args(["-O1", "-g", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
         .arg(&out)
         .arg(&src)
-        .arg("-ldl")
-        .status()
-        .expect("g++ must be installed to build the C++ test programs");
-    assert!(status.success(), "g++ failed on {}", src.display());
+        .arg("-ldl");
+    build(gxx, &src);
     out
 }
 
 /// Compiles `tests/c/<name>.c` into a shared library; returns its path.
 pub fn compile_shared(name: &str) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/c")
-        .join(format!("{name}.c"));
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("preload-c");
-    std::fs::create_dir_all(&dir).expect("create temp dir");
-    let out = dir.join(format!("lib{name}-{}.so", std::process::id()));
-    let status = Command::new("gcc")
-        .args([
-            "-std=gnu11",
-            "-O1",
-            "-g",
-            "-Wall",
-            "-Wextra",
-            "-Werror",
-            "-pthread",
-        ])
+    let src = source(&format!("{name}.c"));
+    let out = output(&format!("lib{name}-{}.so", std::process::id()));
+    let mut gcc = Command::new("gcc");
+    gcc.args(GCC_FLAGS)
         .args(["-shared", "-fPIC", "-o"])
         .arg(&out)
-        .arg(&src)
-        .status()
-        .expect("gcc must be installed to build the C test programs");
-    assert!(status.success(), "gcc failed on {}", src.display());
+        .arg(&src);
+    build(gcc, &src);
     out
 }
 
@@ -137,6 +146,36 @@ pub struct Run<'a> {
     pub expect: &'a str,
     /// More environment.
     pub env: &'a [(&'a str, &'a str)],
+}
+
+impl Run<'static> {
+    /// Under plain glibc: nothing preloaded, nothing set.
+    pub fn glibc() -> Self {
+        Run {
+            preload: None,
+            mode: None,
+            expect: "none",
+            env: &[],
+        }
+    }
+}
+
+impl<'a> Run<'a> {
+    /// Under the library `lib` with `SCALELOCK_LOCK` set to `mode` (`None`: unset), expecting
+    /// `expect` to serve the program.
+    pub fn preloaded(lib: &'a Path, mode: Option<&'a str>, expect: &'a str) -> Self {
+        Run {
+            preload: Some(lib),
+            mode,
+            expect,
+            env: &[],
+        }
+    }
+
+    /// The same run with `env` set too.
+    pub fn with_env(self, env: &'a [(&'a str, &'a str)]) -> Self {
+        Run { env, ..self }
+    }
 }
 
 /// What a finished program printed.

@@ -15,12 +15,12 @@
 //! site ADDR COUNTERS SITE      SITE:  unknown  |  addr CODE  |  source LINE FILE
 //! ```
 //!
-//! `ADDR` and `CODE` are hexadecimal (`0x..`); `COUNTERS` are the eleven decimal fields of
-//! [`Counters`](super::Counters) in declaration order, without the histogram: acquisitions,
-//! contended, timeouts, spin_ns, sleeps, handoffs, wait_ns, max_wait_ns, hold_samples, hold_ns,
-//! max_hold_ns.
+//! `ADDR` and `CODE` are hexadecimal (`0x..`); `COUNTERS` are the decimal values of
+//! [`Counters::scalars`](super::Counters::scalars), in its order (every counter but the
+//! histogram).
 
-use super::report::{Counters, FdWriter};
+use super::counters::Counters;
+use super::report::FdWriter;
 use super::table::{self, decode_site, Label, SiteKey, StoredLabel, SITE_TOTAL};
 use core::fmt::Write as _;
 use core::sync::atomic::Ordering;
@@ -40,25 +40,15 @@ pub(crate) fn write_dump_fd(fd: i32) {
     let _ = writeln!(w, "dropped {}", table::DROPPED.load(Ordering::Relaxed));
     for (e, lock, site) in table::entries() {
         let c = Counters::from_entry(e);
-        if c.acquisitions == 0 && c.contended == 0 && c.hold_samples == 0 {
+        if c.is_zero() {
             continue;
         }
         let kind = if site == SITE_TOTAL { "lock" } else { "site" };
-        let _ = write!(
-            w,
-            "{kind} {lock:#x} {} {} {} {} {} {} {} {} {} {} {} ",
-            c.acquisitions,
-            c.contended,
-            c.timeouts,
-            c.spin_ns,
-            c.sleeps,
-            c.handoffs,
-            c.wait_ns,
-            c.max_wait_ns,
-            c.hold_samples,
-            c.hold_ns,
-            c.max_hold_ns
-        );
+        let _ = write!(w, "{kind} {lock:#x}");
+        for (_, value) in c.scalars() {
+            let _ = write!(w, " {value}");
+        }
+        let _ = write!(w, " ");
         let _ = match decode_site(site) {
             SiteKey::Total => match e.label() {
                 None => writeln!(w, "-"),

@@ -75,6 +75,7 @@
 //! stats::disable();
 //! ```
 
+mod counters;
 mod dump;
 #[cfg(all(feature = "lockstat", not(loom)))]
 pub(crate) mod hook;
@@ -100,7 +101,8 @@ pub(crate) trait HoldSampled {
     fn mark_contended(&self);
 }
 
-pub use report::{Counters, LockId, LockReport, Report, Site, SiteReport};
+pub use counters::Counters;
+pub use report::{LockId, LockReport, Report, Site, SiteReport};
 
 use crate::wait::now_ns;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -5,109 +5,11 @@
 //! [`Report`] and the no-allocation fd writer (for the preload library, at process exit) print
 //! exactly the same table.
 
-use super::table::{
-    self, decode_site, Entry, Label, SiteKey, StoredLabel, HIST_BUCKETS, SITE_TOTAL,
-};
+use super::counters::Counters;
+use super::table::{self, decode_site, Entry, Label, SiteKey, StoredLabel, SITE_TOTAL};
 use core::fmt::{self, Write as _};
 use core::panic::Location;
 use core::sync::atomic::Ordering;
-
-/// Counters of one lock or one `(lock, call site)` pair over the current interval.
-///
-/// ```
-/// let c = scalelock::stats::Counters { contended: 4, wait_ns: 400, ..Default::default() };
-/// assert_eq!(c.avg_wait_ns(), 100);
-/// assert_eq!(c.avg_hold_ns(), 0);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Acquisitions. Per lock: exact for acquisitions through [`Mutex`](crate::Mutex) (and the C
-    /// API), not counted for the raw lock_api path. Per call site: estimated, one sample per
-    /// [`sample_period`](super::sample_period) acquisitions of the lock, weighted by the period
-    /// (exact when the period is 1).
-    pub acquisitions: u64,
-    /// Acquisitions that had to wait (spin, sleep or take a hand-off), plus timed-out attempts.
-    pub contended: u64,
-    /// Timed acquisitions (`try_lock_for`, `try_lock_until`) that gave up.
-    pub timeouts: u64,
-    /// Nanoseconds spent spinning (calibrated spin time, not wall time).
-    pub spin_ns: u64,
-    /// Times a waiter went to sleep on the futex.
-    pub sleeps: u64,
-    /// Acquisitions that received the lock by hand-off (starvation mode or a fair unlock).
-    pub handoffs: u64,
-    /// Total wait time of the contended acquisitions, in nanoseconds.
-    pub wait_ns: u64,
-    /// Longest single wait, in nanoseconds.
-    pub max_wait_ns: u64,
-    /// Number of hold times measured (holds are sampled, see [`sample_period`](super::sample_period)).
-    pub hold_samples: u64,
-    /// Sum of the sampled hold times, in nanoseconds.
-    pub hold_ns: u64,
-    /// Longest sampled hold, in nanoseconds.
-    pub max_hold_ns: u64,
-    /// Wait-time histogram: bucket `b` counts waits of `[2^(b-1), 2^b)` ns (bucket 0: 0 ns; the
-    /// last bucket: everything longer).
-    pub wait_histogram: [u64; HIST_BUCKETS],
-}
-
-impl Counters {
-    /// Average wait of a contended acquisition, in nanoseconds (0 if none).
-    pub fn avg_wait_ns(&self) -> u64 {
-        self.wait_ns.checked_div(self.contended).unwrap_or(0)
-    }
-
-    /// Average sampled hold time, in nanoseconds (0 if none was sampled).
-    pub fn avg_hold_ns(&self) -> u64 {
-        self.hold_ns.checked_div(self.hold_samples).unwrap_or(0)
-    }
-
-    pub(crate) fn from_entry(e: &Entry) -> Counters {
-        let acquisitions = e
-            .acquisitions
-            .load(Ordering::Relaxed)
-            .wrapping_sub(e.acquisitions_base.load(Ordering::Relaxed));
-        let mut wait_histogram = [0; HIST_BUCKETS];
-        for (h, a) in wait_histogram.iter_mut().zip(&e.wait_hist) {
-            *h = a.load(Ordering::Relaxed);
-        }
-        Counters {
-            acquisitions,
-            contended: e.contended.load(Ordering::Relaxed),
-            timeouts: e.timeouts.load(Ordering::Relaxed),
-            spin_ns: e.spin_ns.load(Ordering::Relaxed),
-            sleeps: e.sleeps.load(Ordering::Relaxed),
-            handoffs: e.handoffs.load(Ordering::Relaxed),
-            wait_ns: e.wait_ns.load(Ordering::Relaxed),
-            max_wait_ns: e.max_wait_ns.load(Ordering::Relaxed),
-            hold_samples: e.hold_samples.load(Ordering::Relaxed),
-            hold_ns: e.hold_ns.load(Ordering::Relaxed),
-            max_hold_ns: e.max_hold_ns.load(Ordering::Relaxed),
-            wait_histogram,
-        }
-    }
-
-    fn merge(&mut self, o: &Counters) {
-        self.acquisitions += o.acquisitions;
-        self.contended += o.contended;
-        self.timeouts += o.timeouts;
-        self.spin_ns += o.spin_ns;
-        self.sleeps += o.sleeps;
-        self.handoffs += o.handoffs;
-        self.wait_ns += o.wait_ns;
-        self.max_wait_ns = self.max_wait_ns.max(o.max_wait_ns);
-        self.hold_samples += o.hold_samples;
-        self.hold_ns += o.hold_ns;
-        self.max_hold_ns = self.max_hold_ns.max(o.max_hold_ns);
-        for (a, b) in self.wait_histogram.iter_mut().zip(&o.wait_histogram) {
-            *a += b;
-        }
-    }
-
-    fn is_zero(&self) -> bool {
-        self.acquisitions == 0 && self.contended == 0 && self.hold_samples == 0
-    }
-}
 
 /// Where a lock was acquired (or created).
 ///
@@ -513,23 +415,10 @@ fn json_lock(s: &mut String, l: &LockId) {
 }
 
 fn json_counters(s: &mut String, c: &Counters) {
-    let _ = write!(
-        s,
-        ",\"acquisitions\":{},\"contended\":{},\"timeouts\":{},\"spin_ns\":{},\"sleeps\":{},\
-         \"handoffs\":{},\"wait_ns\":{},\"max_wait_ns\":{},\"hold_samples\":{},\"hold_ns\":{},\
-         \"max_hold_ns\":{},\"wait_histogram\":[",
-        c.acquisitions,
-        c.contended,
-        c.timeouts,
-        c.spin_ns,
-        c.sleeps,
-        c.handoffs,
-        c.wait_ns,
-        c.max_wait_ns,
-        c.hold_samples,
-        c.hold_ns,
-        c.max_hold_ns
-    );
+    for (name, value) in c.scalars() {
+        let _ = write!(s, ",\"{name}\":{value}");
+    }
+    s.push_str(",\"wait_histogram\":[");
     for (i, h) in c.wait_histogram.iter().enumerate() {
         let _ = write!(s, "{}{h}", if i == 0 { "" } else { "," });
     }

@@ -1,6 +1,11 @@
 //! Helpers shared by the stress tests.
 #![allow(dead_code)]
 
+#[cfg(loom)]
+pub mod model;
+#[cfg(not(loom))]
+pub mod rwlock;
+
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -27,6 +32,17 @@ pub fn bounded<T: Send + 'static>(
             panic!("{what}: did not finish within {limit:?} (lost wake-up or deadlock?)")
         }
     }
+}
+
+/// Runs `f(i)` on `threads` scoped threads, `i` counting from 0, and waits for them all; a
+/// panic on one of them fails the caller.
+pub fn on_threads(threads: usize, f: impl Fn(usize) + Sync) {
+    std::thread::scope(|s| {
+        for i in 0..threads {
+            let f = &f;
+            s.spawn(move || f(i));
+        }
+    });
 }
 
 /// A few hundred nanoseconds of work that the compiler cannot remove.

@@ -1,0 +1,227 @@
+//! [`Counters`]: what lockstat counts for one lock or one `(lock, call site)` pair.
+//!
+//! The scalar counters are declared once, in the list given to `declare_counters!` below: that
+//! list makes the struct's fields and the name + value table ([`Counters::scalars`],
+//! [`Counters::scalars_mut`]) that the text dump, the JSON and `scalelock profile`'s parser
+//! all walk, and says how two values combine ([`Counters::merge`]). A new counter is one line
+//! there (and its recording in `table::Entry`).
+
+use super::table::{Entry, HIST_BUCKETS};
+use core::sync::atomic::Ordering;
+
+/// How a summed counter combines with another interval's or site's.
+fn sum(a: u64, b: u64) -> u64 {
+    a + b
+}
+
+/// How a maximum combines.
+fn max(a: u64, b: u64) -> u64 {
+    a.max(b)
+}
+
+/// Declares [`Counters`] from its list of scalar counters: `doc, name: combine,` in the order
+/// the dump and the JSON write them. `combine` is [`sum`] or [`max`]; `name` is also the field
+/// of `table::Entry` the counter is read from.
+macro_rules! declare_counters {
+    ($($(#[doc = $doc:literal])* $name:ident: $combine:ident,)*) => {
+        /// Counters of one lock or one `(lock, call site)` pair over the current interval.
+        ///
+        /// ```
+        /// let c = scalelock::stats::Counters { contended: 4, wait_ns: 400, ..Default::default() };
+        /// assert_eq!(c.avg_wait_ns(), 100);
+        /// assert_eq!(c.avg_hold_ns(), 0);
+        /// ```
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct Counters {
+            $($(#[doc = $doc])* pub $name: u64,)*
+            /// Wait-time histogram: bucket `b` counts waits of `[2^(b-1), 2^b)` ns (bucket 0:
+            /// 0 ns; the last bucket: everything longer).
+            pub wait_histogram: [u64; HIST_BUCKETS],
+        }
+
+        impl Counters {
+            /// How many scalar counters there are (every field but the histogram).
+            ///
+            /// ```
+            /// use scalelock::stats::Counters;
+            /// assert_eq!(Counters::default().scalars().len(), Counters::SCALARS);
+            /// ```
+            pub const SCALARS: usize = [$(stringify!($name)),*].len();
+
+            /// Every scalar counter as `(field name, value)`, in declaration order: the order
+            /// and the names of the lockstat dump and of the JSON report.
+            ///
+            /// ```
+            /// let c = scalelock::stats::Counters { contended: 3, ..Default::default() };
+            /// assert_eq!(c.scalars()[0], ("acquisitions", 0));
+            /// assert!(c.scalars().contains(&("contended", 3)));
+            /// ```
+            pub fn scalars(&self) -> [(&'static str, u64); Self::SCALARS] {
+                [$((stringify!($name), self.$name)),*]
+            }
+
+            /// [`scalars`](Counters::scalars), writable: how a reader of the dump fills
+            /// counters in.
+            ///
+            /// ```
+            /// let mut c = scalelock::stats::Counters::default();
+            /// for (i, (_, v)) in c.scalars_mut().into_iter().enumerate() {
+            ///     *v = i as u64;
+            /// }
+            /// assert_eq!((c.acquisitions, c.contended), (0, 1));
+            /// ```
+            pub fn scalars_mut(&mut self) -> [(&'static str, &mut u64); Self::SCALARS] {
+                [$((stringify!($name), &mut self.$name)),*]
+            }
+
+            /// Adds `o` in: sums add up, maxima stay maxima, histogram buckets add up.
+            ///
+            /// ```
+            /// use scalelock::stats::Counters;
+            /// let mut a = Counters { contended: 1, max_wait_ns: 50, ..Default::default() };
+            /// a.merge(&Counters { contended: 2, max_wait_ns: 20, ..Default::default() });
+            /// assert_eq!((a.contended, a.max_wait_ns), (3, 50));
+            /// ```
+            pub fn merge(&mut self, o: &Counters) {
+                $(self.$name = $combine(self.$name, o.$name);)*
+                for (a, b) in self.wait_histogram.iter_mut().zip(&o.wait_histogram) {
+                    *a += b;
+                }
+            }
+
+            /// A snapshot of one table entry. Acquisitions count from the entry's base (see
+            /// `Entry::reset`).
+            pub(crate) fn from_entry(e: &Entry) -> Counters {
+                let mut c = Counters {
+                    $($name: e.$name.load(Ordering::Relaxed),)*
+                    wait_histogram: [0; HIST_BUCKETS],
+                };
+                c.acquisitions = c
+                    .acquisitions
+                    .wrapping_sub(e.acquisitions_base.load(Ordering::Relaxed));
+                for (h, a) in c.wait_histogram.iter_mut().zip(&e.wait_hist) {
+                    *h = a.load(Ordering::Relaxed);
+                }
+                c
+            }
+        }
+    };
+}
+
+declare_counters! {
+    /// Acquisitions. Per lock: exact for acquisitions through [`Mutex`](crate::Mutex) (and the C
+    /// API), not counted for the raw lock_api path. Per call site: estimated, one sample per
+    /// [`sample_period`](super::sample_period) acquisitions of the lock, weighted by the period
+    /// (exact when the period is 1).
+    acquisitions: sum,
+    /// Acquisitions that had to wait (spin, sleep or take a hand-off), plus timed-out attempts.
+    contended: sum,
+    /// Timed acquisitions (`try_lock_for`, `try_lock_until`) that gave up.
+    timeouts: sum,
+    /// Nanoseconds spent spinning (calibrated spin time, not wall time).
+    spin_ns: sum,
+    /// Times a waiter went to sleep on the futex.
+    sleeps: sum,
+    /// Acquisitions that received the lock by hand-off (starvation mode or a fair unlock).
+    handoffs: sum,
+    /// Total wait time of the contended acquisitions, in nanoseconds.
+    wait_ns: sum,
+    /// Longest single wait, in nanoseconds.
+    max_wait_ns: max,
+    /// Number of hold times measured (holds are sampled, see [`sample_period`](super::sample_period)).
+    hold_samples: sum,
+    /// Sum of the sampled hold times, in nanoseconds.
+    hold_ns: sum,
+    /// Longest sampled hold, in nanoseconds.
+    max_hold_ns: max,
+}
+
+impl Counters {
+    /// Average wait of a contended acquisition, in nanoseconds (0 if none).
+    pub fn avg_wait_ns(&self) -> u64 {
+        self.wait_ns.checked_div(self.contended).unwrap_or(0)
+    }
+
+    /// Average sampled hold time, in nanoseconds (0 if none was sampled).
+    pub fn avg_hold_ns(&self) -> u64 {
+        self.hold_ns.checked_div(self.hold_samples).unwrap_or(0)
+    }
+
+    /// Whether nothing was recorded: no acquisition, no contention, no sampled hold.
+    pub(crate) fn is_zero(&self) -> bool {
+        self.acquisitions == 0 && self.contended == 0 && self.hold_samples == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scalars_are_the_fields_in_order() {
+        let mut c = Counters::default();
+        for (i, (_, v)) in c.scalars_mut().into_iter().enumerate() {
+            *v = i as u64 + 1;
+        }
+        let expected = Counters {
+            acquisitions: 1,
+            contended: 2,
+            timeouts: 3,
+            spin_ns: 4,
+            sleeps: 5,
+            handoffs: 6,
+            wait_ns: 7,
+            max_wait_ns: 8,
+            hold_samples: 9,
+            hold_ns: 10,
+            max_hold_ns: 11,
+            wait_histogram: [0; HIST_BUCKETS],
+        };
+        assert_eq!(c, expected);
+        let names: Vec<&str> = c.scalars().iter().map(|s| s.0).collect();
+        assert_eq!(
+            names,
+            [
+                "acquisitions",
+                "contended",
+                "timeouts",
+                "spin_ns",
+                "sleeps",
+                "handoffs",
+                "wait_ns",
+                "max_wait_ns",
+                "hold_samples",
+                "hold_ns",
+                "max_hold_ns"
+            ]
+        );
+    }
+
+    #[test]
+    fn merge_sums_and_keeps_maxima() {
+        let mut a = Counters::default();
+        let mut b = Counters::default();
+        for (i, ((_, x), (_, y))) in a.scalars_mut().into_iter().zip(b.scalars_mut()).enumerate() {
+            *x = 10 * i as u64;
+            *y = 100 - i as u64;
+        }
+        a.wait_histogram[3] = 2;
+        b.wait_histogram[3] = 5;
+        let (before, other) = (a, b);
+        a.merge(&b);
+        for (((name, m), (_, x)), (_, y)) in a
+            .scalars()
+            .into_iter()
+            .zip(before.scalars())
+            .zip(other.scalars())
+        {
+            let want = if name.starts_with("max_") {
+                x.max(y)
+            } else {
+                x + y
+            };
+            assert_eq!(m, want, "{name}");
+        }
+        assert_eq!(a.wait_histogram[3], 7);
+    }
+}
