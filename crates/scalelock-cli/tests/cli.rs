@@ -592,33 +592,32 @@ fn bad_repeat_metric_and_names_list_the_valid_values() {
     assert_clean_failure(&["bench", "--locks", "futex9"], "parking_lot");
 }
 
-#[test]
-fn the_former_examples_are_workloads_of_the_bench() {
-    let dir = scratch("hammers");
+/// A tiny run of `workloads` at 3 threads, throughput only: its stdout and its JSON results
+/// (schema-checked).
+fn ops_at_3_threads(name: &str, workloads: &str) -> (String, Vec<Value>) {
+    let dir = scratch(name);
     let (out, json) = tiny(
         &dir,
-        "h",
-        &[
-            "--workload",
-            "mutex-hammer,rwlock-hammer,rcu-read",
-            "--threads",
-            "3",
-            "--metric",
-            "ops",
-        ],
+        "r",
+        &["--workload", workloads, "--threads", "3", "--metric", "ops"],
     );
     let v = json_of(&json);
     check_schema(&v);
-    let results = v["results"].as_array().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let results = v["results"].as_array().unwrap().clone();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), results)
+}
+
+#[test]
+fn the_former_examples_are_workloads_of_the_bench() {
+    let (stdout, results) = ops_at_3_threads("hammers", "mutex-hammer,rwlock-hammer,rcu-read");
     let count = |w: &str| results.iter().filter(|r| r["workload"] == w).count();
     assert_eq!(count("mutex-hammer"), 6);
     // Two cases (0.1% and 10% writes) of seven rwlocks.
     assert_eq!(count("rwlock-hammer"), 14);
     assert_eq!(count("rcu-read"), 5);
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("scalelock-rcu ÷ best other"), "{stdout}");
     assert!(!stdout.contains("[CPU time per operation]"), "{stdout}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -647,33 +646,16 @@ fn reader_tail_labels_its_throughput_as_the_readers_reads() {
 
 #[test]
 fn preload_hammer_measures_glibc_and_the_preloaded_library_each_in_its_own_process() {
-    let dir = scratch("preload-hammer");
-    let (out, json) = tiny(
-        &dir,
-        "p",
-        &[
-            "--workload",
-            "preload-hammer",
-            "--threads",
-            "3",
-            "--metric",
-            "ops",
-        ],
-    );
-    let v = json_of(&json);
-    check_schema(&v);
-    let results = v["results"].as_array().unwrap();
+    let (stdout, results) = ops_at_3_threads("preload-hammer", "preload-hammer");
     for lock in ["pthread", "pthread-adaptive", "scalelock-preload"] {
         let r = results
             .iter()
             .find(|r| r["workload"] == "preload-hammer" && r["lock"] == lock)
-            .unwrap_or_else(|| panic!("no {lock} result in {v}"));
+            .unwrap_or_else(|| panic!("no {lock} result in {results:?}"));
         assert!(number(&r["ops_per_sec"], "ops_per_sec") > 0.0, "{r}");
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         stdout.contains("scalelock-preload ÷ best other"),
         "{stdout}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

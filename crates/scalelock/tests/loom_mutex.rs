@@ -2,40 +2,14 @@
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p scalelock --release --test loom_mutex`.
 #![cfg(loom)]
 
-use loom::cell::UnsafeCell;
+mod common;
+
+use common::mutex_model::{increment, shared, total};
+
 use loom::sync::Arc;
 use loom::thread;
 use scalelock::wait::Deadline;
-use scalelock::RawMutex;
 use std::time::Duration;
-
-struct Shared {
-    lock: RawMutex,
-    value: UnsafeCell<u32>,
-}
-
-// SAFETY: `value` is only touched while `lock` is held.
-unsafe impl Sync for Shared {}
-
-fn increment(s: &Shared) {
-    s.lock.lock();
-    // SAFETY: the lock is held; loom's UnsafeCell checks the accesses don't race.
-    s.value.with_mut(|v| unsafe { *v += 1 });
-    // SAFETY: locked above.
-    unsafe { s.lock.unlock() };
-}
-
-fn shared() -> Arc<Shared> {
-    Arc::new(Shared {
-        lock: RawMutex::new(),
-        value: UnsafeCell::new(0),
-    })
-}
-
-fn total(s: &Shared) -> u32 {
-    // SAFETY: all other threads are joined.
-    s.value.with(|v| unsafe { *v })
-}
 
 #[test]
 fn two_threads_exclude_each_other_and_both_finish() {

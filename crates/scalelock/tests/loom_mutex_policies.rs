@@ -4,32 +4,12 @@
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p scalelock --release --test loom_mutex_policies`.
 #![cfg(loom)]
 
-use loom::cell::UnsafeCell;
+mod common;
+
+use common::mutex_model::{add_one, increment, shared, total};
 use loom::sync::Arc;
-use loom::thread;
 use scalelock::wait::{set_spin_policy, Deadline, SpinPolicy};
-use scalelock::RawMutex;
 use std::time::Duration;
-
-struct Shared {
-    lock: RawMutex,
-    value: UnsafeCell<u32>,
-}
-
-// SAFETY: `value` is only touched while `lock` is held.
-unsafe impl Sync for Shared {}
-
-fn add_one(s: &Shared) {
-    // SAFETY: the caller holds the lock; loom's UnsafeCell checks the accesses don't race.
-    s.value.with_mut(|v| unsafe { *v += 1 });
-}
-
-fn increment(s: &Shared) {
-    s.lock.lock();
-    add_one(s);
-    // SAFETY: locked above.
-    unsafe { s.lock.unlock() };
-}
 
 #[test]
 fn a_timed_waiter_ends_with_the_lock_or_its_wakeup_passed_on_under_every_policy() {
@@ -49,15 +29,13 @@ fn a_timed_waiter_ends_with_the_lock_or_its_wakeup_passed_on_under_every_policy(
         let mut b = loom::model::Builder::new();
         b.preemption_bound = Some(2);
         b.check(move || {
-            let s = Arc::new(Shared {
-                lock: RawMutex::new(),
-                value: UnsafeCell::new(0),
-            });
+            let s = shared();
             let (s2, s3) = (Arc::clone(&s), Arc::clone(&s));
-            let timed = thread::spawn(move || {
+            let timed = loom::thread::spawn(move || {
                 let d = Deadline::after(Duration::from_secs(1));
                 if s3.lock.try_lock_until(&d) {
-                    add_one(&s3);
+                    // SAFETY: acquired just above.
+                    unsafe { add_one(&s3) };
                     // SAFETY: acquired above.
                     unsafe { s3.lock.unlock() };
                     1
@@ -65,14 +43,12 @@ fn a_timed_waiter_ends_with_the_lock_or_its_wakeup_passed_on_under_every_policy(
                     0
                 }
             });
-            let plain = thread::spawn(move || increment(&s2));
+            let plain = loom::thread::spawn(move || increment(&s2));
             increment(&s);
             increment(&s);
             plain.join().unwrap();
             let got = timed.join().unwrap();
-            // SAFETY: all other threads are joined.
-            let total = s.value.with(|v| unsafe { *v });
-            assert_eq!(total, 3 + got, "under {policy:?}");
+            assert_eq!(total(&s), 3 + got, "under {policy:?}");
         });
     }
     set_spin_policy(SpinPolicy::Adaptive);

@@ -3,6 +3,8 @@
 
 #[cfg(loom)]
 pub mod model;
+#[cfg(loom)]
+pub mod mutex_model;
 #[cfg(not(loom))]
 pub mod rwlock;
 
