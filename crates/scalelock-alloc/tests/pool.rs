@@ -417,10 +417,10 @@ fn an_impossible_reservation_leaves_everything_to_the_backing_allocator() {
 }
 
 #[test]
-fn an_empty_class_takes_a_free_block_up_to_twice_its_size_before_carving() {
+fn an_empty_class_takes_a_free_block_up_to_four_times_its_size_before_carving() {
     let pool = LargePool::new();
     let big = layout(600 << 10, 8);
-    let small = layout(400 << 10, 8);
+    let small = layout(200 << 10, 8);
     let tiny = layout(100 << 10, 8);
     // SAFETY: non-zero sizes; each block freed once with the layout it was allocated with.
     unsafe {
@@ -429,7 +429,7 @@ fn an_empty_class_takes_a_free_block_up_to_twice_its_size_before_carving() {
         pool.dealloc(p, big);
         let carved = pool.stats().carved_bytes;
         let q = pool.alloc(small);
-        assert_eq!(q, p, "the free 640 KiB block serves a 400 KiB request");
+        assert_eq!(q, p, "the free 640 KiB block serves a 200 KiB request");
         assert_eq!(pool.stats().carved_bytes, carved, "nothing carved");
         assert_eq!(
             pool.usable_size(q),
@@ -439,10 +439,51 @@ fn an_empty_class_takes_a_free_block_up_to_twice_its_size_before_carving() {
         q.write_bytes(3, small.size());
         pool.dealloc(q, small);
         let r = pool.alloc(tiny);
-        assert_ne!(r, p, "a block more than twice the size is not used");
+        assert_ne!(r, p, "a block more than four times the size is not used");
         pool.dealloc(r, tiny);
         let again = pool.alloc(big);
         assert_eq!(again, p, "freed back into its own class");
         pool.dealloc(again, big);
+    }
+}
+
+#[test]
+fn an_empty_class_takes_the_closest_larger_free_block() {
+    // One thread frees a 1 MiB and a 640 KiB block into its cache, another frees a 400 KiB one
+    // into the depot: a 300 KiB request takes the closest (400 KiB), wherever it is, then the
+    // next closest; nothing is carved.
+    let pool = LargePool::new();
+    let sizes = [1 << 20, 600 << 10];
+    // SAFETY: non-zero sizes; each block freed once with the layout it was allocated with.
+    unsafe {
+        let far = std::thread::scope(|s| {
+            s.spawn(|| {
+                let l = layout(400 << 10, 8);
+                let p = pool.alloc(l);
+                pool.dealloc(p, l);
+                pool.flush_thread_cache();
+                p as usize
+            })
+            .join()
+            .unwrap()
+        }) as *mut u8;
+        let blocks: Vec<*mut u8> = sizes.iter().map(|&n| pool.alloc(layout(n, 8))).collect();
+        for (&p, &n) in blocks.iter().zip(&sizes) {
+            pool.dealloc(p, layout(n, 8));
+        }
+        let carved = pool.stats().carved_bytes;
+        let want = layout(300 << 10, 8);
+        let a = pool.alloc(want);
+        let b = pool.alloc(want);
+        let c = pool.alloc(want);
+        assert_eq!(
+            (a, b, c),
+            (far, blocks[1], blocks[0]),
+            "closest class first"
+        );
+        assert_eq!(pool.stats().carved_bytes, carved, "nothing carved");
+        for p in [a, b, c] {
+            pool.dealloc(p, want);
+        }
     }
 }
