@@ -53,7 +53,8 @@
 //!   the thread has not used in 1024 of its pool operations goes back to the depot, and
 //!   everything goes back when the thread exits.
 //! - **The depot** holds what thread caches return. Its free bytes beyond
-//!   [`Config::retain_bytes`] (default 64 MiB) that nobody takes for half of
+//!   [`Config::retain_bytes`] (default 64 MiB), or beyond one thread cache's budget per thread
+//!   using the pool if that is less (a single thread keeps 1 MiB), that nobody takes for half of
 //!   [`Config::decay_ms`] (default 1 s) are given back to the OS (`madvise(MADV_DONTNEED)`):
 //!   a block reaching the depot at time t is back before t + `decay_ms` (three quarters of it,
 //!   plus the time to the next decay check), as long as some thread uses the pool meanwhile —
@@ -116,7 +117,8 @@ pub struct Config {
     pub threshold: usize,
     /// Largest size served by the pool (default 4 MiB; at most [`MAX_CAP`]).
     pub cap: usize,
-    /// Freed bytes the depot keeps resident indefinitely (default 64 MiB).
+    /// Freed bytes the depot keeps resident indefinitely (default 64 MiB), but never more than
+    /// [`Config::thread_cache_bytes`] per thread using the pool.
     pub retain_bytes: usize,
     /// Freed bytes beyond `retain_bytes` that stay unused in the depot for half this time are
     /// purged, at the latest this long after they reached the depot (default 1000 ms; see the

@@ -294,6 +294,41 @@ fn memory_beyond_retain_decays_after_the_decay_time() {
 }
 
 #[test]
+fn the_depot_retains_at_most_a_thread_cache_per_thread_using_the_pool() {
+    // Default retain (64 MiB), one thread: a freed 32 MiB burst decays down to one thread
+    // cache's budget, not to the configured retain.
+    let budget = Config::new().thread_cache_bytes;
+    let pool = LargePool::with_config(std::alloc::System, Config::new().decay_ms(60));
+    assert!(pool.config().retain_bytes >= 32 << 20);
+    let _w = watchdog("retain per thread", Duration::from_secs(30));
+    let l = layout(512 << 10, 8);
+    // SAFETY: non-zero size; each block freed once.
+    unsafe {
+        let ps: Vec<_> = (0..64).map(|_| pool.alloc(l)).collect();
+        for p in ps {
+            pool.dealloc(p, l);
+        }
+    }
+    pool.flush_thread_cache();
+    assert_eq!(pool.stats().cached_bytes, 32 << 20);
+    let start = Instant::now();
+    let small = layout(8 << 10, 8);
+    while pool.stats().cached_bytes > budget {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "kept beyond one thread cache: {:?}",
+            pool.stats()
+        );
+        for _ in 0..2048 {
+            // SAFETY: non-zero size; freed at once.
+            unsafe { pool.dealloc(pool.alloc(small), small) };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(pool.stats().purged_bytes >= (31 << 20) as u64);
+}
+
+#[test]
 fn a_pool_dropped_while_other_threads_cache_for_it_stays_mapped_until_they_flush() {
     let pool = Box::new(LargePool::new());
     let l = layout(32 << 10, 8);
