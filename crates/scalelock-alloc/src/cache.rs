@@ -322,15 +322,17 @@ fn alloc_slow(s: &Slot, inner: &Inner, c: usize) -> (*mut u8, bool) {
     }
 }
 
-/// A free block of one of the classes above `c`, at most twice its size: from this thread's
-/// cache, else from the depot. The block keeps its class (its address says which), so it goes
-/// back to that class when freed. Without this, each class would hold its own peak of free
-/// blocks, and the pool's footprint would be the sum of the classes' peaks, not the peak of
-/// their sum.
+/// A free block of the smallest class above `c` that holds one, at most [`BORROW_RATIO`] times
+/// its size: for each class from the closest up, this thread's cache, then the depot. The block
+/// keeps its class (its address says which), so it goes back to that class when freed. Without
+/// this, each class would hold its own peak of free blocks, and the pool's footprint would be
+/// the sum of the classes' peaks, not the peak of their sum. The closest class first, because a
+/// larger block taken now is one a larger request may have to carve again.
+///
+/// [`BORROW_RATIO`]: crate::class::BORROW_RATIO
 #[cold]
 fn borrow(s: &Slot, inner: &Inner, c: usize) -> Option<(*mut u8, bool)> {
-    let bigger = (c + 1..inner.classes().end).take_while(|&b| may_serve(b, c));
-    for b in bigger.clone() {
+    for b in (c + 1..inner.classes().end).take_while(|&b| may_serve(b, c)) {
         let cc = &s.classes[b];
         for m in [cc.loaded.get(), cc.prev.get()] {
             if m != 0 {
@@ -341,8 +343,11 @@ fn borrow(s: &Slot, inner: &Inner, c: usize) -> Option<(*mut u8, bool)> {
                 }
             }
         }
+        if let Some(r) = inner.take_one(b) {
+            return Some(r);
+        }
     }
-    bigger.into_iter().find_map(|b| inner.take_one(b))
+    None
 }
 
 /// Frees a block of class `c`.

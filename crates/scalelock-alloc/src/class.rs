@@ -46,12 +46,16 @@ pub const fn class_of(size: usize) -> usize {
     4 + (k as usize - 2) * 4 + idx
 }
 
+/// How many times its own size a block may be to serve a request of a smaller class (see
+/// [`may_serve`]).
+pub const BORROW_RATIO: usize = 4;
+
 /// Whether a block of class `block` may serve a request of class `request`: the same class, or
-/// a larger one at most twice its size (see `cache::borrow`; `realloc` keeps such a block in
-/// place).
+/// a larger one at most [`BORROW_RATIO`] times its size (see `cache::borrow`; `realloc` keeps
+/// such a block in place).
 #[inline]
 pub const fn may_serve(block: usize, request: usize) -> bool {
-    block >= request && class_size(block) <= 2 * class_size(request)
+    block >= request && class_size(block) <= BORROW_RATIO * class_size(request)
 }
 
 /// The block size of class `c`, in bytes.
@@ -143,11 +147,12 @@ mod tests {
     }
 
     #[test]
-    fn a_block_serves_its_class_and_requests_down_to_half_its_size() {
+    fn a_block_serves_its_class_and_requests_down_to_a_quarter_of_its_size() {
         let c = class_of(640 << 10);
         assert!(may_serve(c, c));
         assert!(may_serve(c, class_of(400 << 10)));
-        assert!(!may_serve(c, class_of(250 << 10)));
+        assert!(may_serve(c, class_of(160 << 10)));
+        assert!(!may_serve(c, class_of(120 << 10)));
         assert!(!may_serve(class_of(300 << 10), c));
     }
 

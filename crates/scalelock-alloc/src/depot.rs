@@ -47,7 +47,9 @@
 //! of its operations, when it flushes, and when its thread exits), the thread that wins the
 //! `next_decay` CAS purges the bytes that sat unused through the last two epochs,
 //! `sum(min(prev_low, low)) - retain`, largest classes first, and moves those magazines to
-//! `clean`. So a block that reaches the depot at time t is purged, if nobody takes it, at the
+//! `clean`. `retain` is the configured amount, but at most one thread cache's budget per thread
+//! bound to the pool ([`Inner::retained`]): what the depot keeps is there to refill the threads'
+//! caches after a pause, and a few threads cannot use 64 MiB of it. So a block that reaches the depot at time t is purged, if nobody takes it, at the
 //! third epoch end after t: never before t + decay / 2, and by t + 3 decay / 4 plus the time to
 //! the next decay check. Memory left idle goes back to the OS within the decay time as long as
 //! some thread uses the pool now and then. [`Inner::trim`] purges everything at once.
@@ -620,7 +622,7 @@ impl Inner {
             *slot = cur.min(low).min(prev);
             total += *slot;
         }
-        let mut excess = total.saturating_sub(self.retain);
+        let mut excess = total.saturating_sub(self.retained());
         for c in (self.lo..self.lo + self.nclasses).rev() {
             if excess == 0 {
                 break;
@@ -635,6 +637,15 @@ impl Inner {
             let low = d.low.swap(cur, Ordering::Relaxed);
             d.prev_low.store(low.min(cur), Ordering::Relaxed);
         }
+    }
+
+    /// The bytes decay leaves in the depot: the configured `retain`, but at most one thread
+    /// cache's budget per thread bound to the pool (at least one), since the depot's retained
+    /// blocks are there to refill those caches.
+    pub fn retained(&self) -> usize {
+        // `refs` counts the owning pool (while it lives) plus one per bound thread-cache slot.
+        let threads = self.refs.load(Ordering::Relaxed).saturating_sub(1).max(1);
+        self.retain.min(threads.saturating_mul(self.thread_cache))
     }
 
     /// Purges every cached block now.

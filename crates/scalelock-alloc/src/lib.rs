@@ -22,7 +22,7 @@
 //!     | empty / full
 //!   depot[class]: lock-free tagged stacks of whole magazines     <- one CAS per magazine
 //!     | nothing cached
-//!   a larger class (up to 2x), thread cache then depot           <- already resident
+//!   the closest larger class (up to 4x), thread cache then depot <- already resident
 //!     | nothing there either
 //!   region[class]: bump pointer in a reserved range, committed in 4 MiB steps
 //!     | region exhausted or commit refused
@@ -35,12 +35,12 @@
 //!   per class, so ownership is an address comparison and a block needs no header.
 //! - A free from another thread goes into the freeing thread's cache: as cheap as a local one.
 //! - When neither the thread cache nor the depot holds a block of the requested class, a free
-//!   block of a larger class up to twice the size is used before new memory is carved: it is
-//!   already resident, and the footprint follows the peak of all classes together rather than
-//!   the sum of each class's own peak.
-//! - `realloc` to a size the block could serve (its class, or down to half its size) returns
-//!   the same pointer; `alloc_zeroed` skips the memset when the
-//!   block is known zero (fresh, or purged).
+//!   block of the closest larger class that has one, up to four times the size, is used before
+//!   new memory is carved: it is already resident, and the footprint follows the peak of all
+//!   classes together rather than the sum of each class's own peak.
+//! - `realloc` to a size the block could serve (its class, or down to a quarter of its size)
+//!   returns the same pointer; `alloc_zeroed` skips the memset when the block is known zero
+//!   (fresh, or purged).
 //! - Several pools can live in one process (each thread caches for up to four at a time); a
 //!   dropped pool stays mapped until the last thread caching for it has flushed.
 //!
@@ -53,16 +53,18 @@
 //!   the thread has not used in 1024 of its pool operations goes back to the depot, and
 //!   everything goes back when the thread exits.
 //! - **The depot** holds what thread caches return. Its free bytes beyond
-//!   [`Config::retain_bytes`] (default 64 MiB) that nobody takes for half of
+//!   [`Config::retain_bytes`] (default 64 MiB), or beyond one thread cache's budget per thread
+//!   using the pool if that is less (a single thread keeps 1 MiB), that nobody takes for half of
 //!   [`Config::decay_ms`] (default 1 s) are given back to the OS (`madvise(MADV_DONTNEED)`):
 //!   a block reaching the depot at time t is back before t + `decay_ms` (three quarters of it,
 //!   plus the time to the next decay check), as long as some thread uses the pool meanwhile —
 //!   each thread checks the clock every 4 of its pool operations, and when it exits. A process
 //!   whose threads all stopped using the pool keeps the depot until the next use or
 //!   [`LargePool::trim`], which gives back everything the depot holds at once.
-//! - **Rounding**: a block is at most 25% larger than the request above four pages; pages of it
-//!   the program never writes are not resident, but a block reused for a smaller request keeps
-//!   the pages an earlier, larger one wrote.
+//! - **Rounding**: a block is at most 25% larger than the request above four pages, and a block
+//!   lent to a smaller class at most four times the request; pages of it the program never
+//!   writes are not resident, but a block reused for a smaller request keeps the pages an
+//!   earlier, larger one wrote.
 //! - **Address space**: one `PROT_NONE` reservation (16 GiB per class by default) costs no
 //!   memory; only what is carved is committed, in 4 MiB steps per class.
 //!
@@ -115,7 +117,8 @@ pub struct Config {
     pub threshold: usize,
     /// Largest size served by the pool (default 4 MiB; at most [`MAX_CAP`]).
     pub cap: usize,
-    /// Freed bytes the depot keeps resident indefinitely (default 64 MiB).
+    /// Freed bytes the depot keeps resident indefinitely (default 64 MiB), but never more than
+    /// [`Config::thread_cache_bytes`] per thread using the pool.
     pub retain_bytes: usize,
     /// Freed bytes beyond `retain_bytes` that stay unused in the depot for half this time are
     /// purged, at the latest this long after they reached the depot (default 1000 ms; see the
@@ -548,7 +551,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for LargePool<A> {
         if let (true, Some(inner)) = (ours, inner) {
             let c = inner.class_of_ptr(p);
             // In place when the block could have been handed out for `new_size`: its own class,
-            // or one at most twice the size (a block taken from a larger class stays put).
+            // or one at most four times the size (a block taken from a larger class stays put).
             if fits && class::may_serve(c, class::class_of(new_size)) {
                 return p;
             }

@@ -294,6 +294,41 @@ fn memory_beyond_retain_decays_after_the_decay_time() {
 }
 
 #[test]
+fn the_depot_retains_at_most_a_thread_cache_per_thread_using_the_pool() {
+    // Default retain (64 MiB), one thread: a freed 32 MiB burst decays down to one thread
+    // cache's budget, not to the configured retain.
+    let budget = Config::new().thread_cache_bytes;
+    let pool = LargePool::with_config(std::alloc::System, Config::new().decay_ms(60));
+    assert!(pool.config().retain_bytes >= 32 << 20);
+    let _w = watchdog("retain per thread", Duration::from_secs(30));
+    let l = layout(512 << 10, 8);
+    // SAFETY: non-zero size; each block freed once.
+    unsafe {
+        let ps: Vec<_> = (0..64).map(|_| pool.alloc(l)).collect();
+        for p in ps {
+            pool.dealloc(p, l);
+        }
+    }
+    pool.flush_thread_cache();
+    assert_eq!(pool.stats().cached_bytes, 32 << 20);
+    let start = Instant::now();
+    let small = layout(8 << 10, 8);
+    while pool.stats().cached_bytes > budget {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "kept beyond one thread cache: {:?}",
+            pool.stats()
+        );
+        for _ in 0..2048 {
+            // SAFETY: non-zero size; freed at once.
+            unsafe { pool.dealloc(pool.alloc(small), small) };
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(pool.stats().purged_bytes >= (31 << 20) as u64);
+}
+
+#[test]
 fn a_pool_dropped_while_other_threads_cache_for_it_stays_mapped_until_they_flush() {
     let pool = Box::new(LargePool::new());
     let l = layout(32 << 10, 8);
@@ -417,10 +452,10 @@ fn an_impossible_reservation_leaves_everything_to_the_backing_allocator() {
 }
 
 #[test]
-fn an_empty_class_takes_a_free_block_up_to_twice_its_size_before_carving() {
+fn an_empty_class_takes_a_free_block_up_to_four_times_its_size_before_carving() {
     let pool = LargePool::new();
     let big = layout(600 << 10, 8);
-    let small = layout(400 << 10, 8);
+    let small = layout(200 << 10, 8);
     let tiny = layout(100 << 10, 8);
     // SAFETY: non-zero sizes; each block freed once with the layout it was allocated with.
     unsafe {
@@ -429,7 +464,7 @@ fn an_empty_class_takes_a_free_block_up_to_twice_its_size_before_carving() {
         pool.dealloc(p, big);
         let carved = pool.stats().carved_bytes;
         let q = pool.alloc(small);
-        assert_eq!(q, p, "the free 640 KiB block serves a 400 KiB request");
+        assert_eq!(q, p, "the free 640 KiB block serves a 200 KiB request");
         assert_eq!(pool.stats().carved_bytes, carved, "nothing carved");
         assert_eq!(
             pool.usable_size(q),
@@ -439,10 +474,51 @@ fn an_empty_class_takes_a_free_block_up_to_twice_its_size_before_carving() {
         q.write_bytes(3, small.size());
         pool.dealloc(q, small);
         let r = pool.alloc(tiny);
-        assert_ne!(r, p, "a block more than twice the size is not used");
+        assert_ne!(r, p, "a block more than four times the size is not used");
         pool.dealloc(r, tiny);
         let again = pool.alloc(big);
         assert_eq!(again, p, "freed back into its own class");
         pool.dealloc(again, big);
+    }
+}
+
+#[test]
+fn an_empty_class_takes_the_closest_larger_free_block() {
+    // One thread frees a 1 MiB and a 640 KiB block into its cache, another frees a 400 KiB one
+    // into the depot: a 300 KiB request takes the closest (400 KiB), wherever it is, then the
+    // next closest; nothing is carved.
+    let pool = LargePool::new();
+    let sizes = [1 << 20, 600 << 10];
+    // SAFETY: non-zero sizes; each block freed once with the layout it was allocated with.
+    unsafe {
+        let far = std::thread::scope(|s| {
+            s.spawn(|| {
+                let l = layout(400 << 10, 8);
+                let p = pool.alloc(l);
+                pool.dealloc(p, l);
+                pool.flush_thread_cache();
+                p as usize
+            })
+            .join()
+            .unwrap()
+        }) as *mut u8;
+        let blocks: Vec<*mut u8> = sizes.iter().map(|&n| pool.alloc(layout(n, 8))).collect();
+        for (&p, &n) in blocks.iter().zip(&sizes) {
+            pool.dealloc(p, layout(n, 8));
+        }
+        let carved = pool.stats().carved_bytes;
+        let want = layout(300 << 10, 8);
+        let a = pool.alloc(want);
+        let b = pool.alloc(want);
+        let c = pool.alloc(want);
+        assert_eq!(
+            (a, b, c),
+            (far, blocks[1], blocks[0]),
+            "closest class first"
+        );
+        assert_eq!(pool.stats().carved_bytes, carved, "nothing carved");
+        for p in [a, b, c] {
+            pool.dealloc(p, want);
+        }
     }
 }
