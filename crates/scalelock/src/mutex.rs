@@ -10,7 +10,7 @@
 //! process-wide [`SpinPolicy`](crate::wait::SpinPolicy) and the lock's learned estimate) as long as
 //! nobody sleeps on the lock, yields its CPU a few times (also while others sleep: a yielder
 //! costs the holder nothing, where every sleeper costs an unlock a futex wake; and when threads
-//! outnumber CPUs, the wait layer stops the spin early and waits by yielding), then sets
+//! outnumber CPUs, the wait layer cuts the spin short and waits by yielding), then sets
 //! `CONTENDED` and sleeps on the futex. `unlock` of a
 //! `CONTENDED` lock releases it and wakes one sleeper. Releasing (rather than handing over) lets a
 //! running thread take the lock at once, which is what keeps throughput up when threads outnumber

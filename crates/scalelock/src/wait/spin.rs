@@ -240,7 +240,7 @@ fn policy_from_env() -> SpinPolicy {
 /// Estimate a new lock starts from: a short spin, so a lock that is never held long learns fast.
 const INITIAL_ESTIMATE_NS: u32 = 1_000;
 /// The shortest spin under `Adaptive`: keeps probing, so a lock whose holders became quick again
-/// is noticed. It is also how long a waiter spins before its probe yield asks whether another
+/// is noticed. It is also the least a waiter spins before its probe yield asks whether another
 /// thread wants its CPU (see the `Waiter`).
 pub(crate) const MIN_PROBE_NS: u32 = 200;
 /// The longest spin under `Adaptive`: about the cost of a futex sleep and wake-up round trip,

@@ -198,8 +198,9 @@ impl<'a> Waiter<'a> {
         }
     }
 
-    /// Lets this waiter yield under `SpinPolicy::Adaptive`: a probe yield after a short spin,
-    /// and up to [`YIELDS`] yields before it sleeps (see the module docs). A lock opts in where
+    /// Lets this waiter yield under `SpinPolicy::Adaptive`: a probe yield once it has spun about
+    /// as long as a spin that paid takes on its lock, and up to [`YIELDS`] yields in all before
+    /// it sleeps (see the module docs). A lock opts in where
     /// its waiters are better off giving their CPU away than spinning for it when threads
     /// outnumber CPUs.
     #[inline]
