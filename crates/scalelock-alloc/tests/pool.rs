@@ -249,13 +249,9 @@ fn trim_gives_every_cached_block_back() {
     }
 }
 
-#[test]
-fn memory_beyond_retain_decays_after_the_decay_time() {
-    let pool = LargePool::with_config(
-        std::alloc::System,
-        Config::new().retain_bytes(2 << 20).decay_ms(60),
-    );
-    let _w = watchdog("decay", Duration::from_secs(30));
+/// Allocates 64 blocks of 512 KiB, frees them all and flushes this thread's cache: 32 MiB in
+/// the depot.
+fn free_a_32_mib_burst<A: GlobalAlloc>(pool: &LargePool<A>) {
     let l = layout(512 << 10, 8);
     // SAFETY: non-zero size; each block freed once.
     unsafe {
@@ -266,13 +262,17 @@ fn memory_beyond_retain_decays_after_the_decay_time() {
     }
     pool.flush_thread_cache();
     assert_eq!(pool.stats().cached_bytes, 32 << 20);
+}
+
+/// Keeps the pool busy with another class (its operations drive decay) until its depot holds
+/// at most `limit` bytes; fails with `what` after 10 s.
+fn drive_decay_until<A: GlobalAlloc>(pool: &LargePool<A>, limit: usize, what: &str) {
     let start = Instant::now();
-    // Keep the pool busy with another class: its operations drive decay.
     let small = layout(8 << 10, 8);
-    while pool.stats().cached_bytes > 2 << 20 {
+    while pool.stats().cached_bytes > limit {
         assert!(
             start.elapsed() < Duration::from_secs(10),
-            "no decay: {:?}",
+            "{what}: {:?}",
             pool.stats()
         );
         for _ in 0..2048 {
@@ -281,6 +281,18 @@ fn memory_beyond_retain_decays_after_the_decay_time() {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
+}
+
+#[test]
+fn memory_beyond_retain_decays_after_the_decay_time() {
+    let pool = LargePool::with_config(
+        std::alloc::System,
+        Config::new().retain_bytes(2 << 20).decay_ms(60),
+    );
+    let _w = watchdog("decay", Duration::from_secs(30));
+    free_a_32_mib_burst(&pool);
+    let start = Instant::now();
+    drive_decay_until(&pool, 2 << 20, "no decay");
     let s = pool.stats();
     // Never before half the decay time (less the coarse clock's 4 ms tick).
     assert!(
@@ -301,30 +313,8 @@ fn the_depot_retains_at_most_a_thread_cache_per_thread_using_the_pool() {
     let pool = LargePool::with_config(std::alloc::System, Config::new().decay_ms(60));
     assert!(pool.config().retain_bytes >= 32 << 20);
     let _w = watchdog("retain per thread", Duration::from_secs(30));
-    let l = layout(512 << 10, 8);
-    // SAFETY: non-zero size; each block freed once.
-    unsafe {
-        let ps: Vec<_> = (0..64).map(|_| pool.alloc(l)).collect();
-        for p in ps {
-            pool.dealloc(p, l);
-        }
-    }
-    pool.flush_thread_cache();
-    assert_eq!(pool.stats().cached_bytes, 32 << 20);
-    let start = Instant::now();
-    let small = layout(8 << 10, 8);
-    while pool.stats().cached_bytes > budget {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "kept beyond one thread cache: {:?}",
-            pool.stats()
-        );
-        for _ in 0..2048 {
-            // SAFETY: non-zero size; freed at once.
-            unsafe { pool.dealloc(pool.alloc(small), small) };
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    free_a_32_mib_burst(&pool);
+    drive_decay_until(&pool, budget, "kept beyond one thread cache");
     assert!(pool.stats().purged_bytes >= (31 << 20) as u64);
 }
 
