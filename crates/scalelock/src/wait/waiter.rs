@@ -156,11 +156,7 @@ impl<'a> Waiter<'a> {
             deadline,
             Subject::Nobody,
         );
-        w.yields = if policy == super::SpinPolicy::Adaptive {
-            YIELDS
-        } else {
-            0
-        };
+        w.yields = yields_under(policy);
         w
     }
 
@@ -205,9 +201,7 @@ impl<'a> Waiter<'a> {
     /// outnumber CPUs.
     #[inline]
     pub(crate) fn yielding(mut self) -> Waiter<'a> {
-        if super::spin_policy() == super::SpinPolicy::Adaptive {
-            self.yields = YIELDS;
-        }
+        self.yields = yields_under(super::spin_policy());
         self
     }
 
@@ -388,6 +382,16 @@ impl<'a> Waiter<'a> {
             Subject::Held(lock) => self.rec.done(lock, ok, spun, handoff),
             Subject::Drain(key) => self.rec.done_waited(key, ok, spun),
         }
+    }
+}
+
+/// The yields a yielding waiter may make under `policy`: only `Adaptive` yields.
+#[inline]
+fn yields_under(policy: super::SpinPolicy) -> u32 {
+    if policy == super::SpinPolicy::Adaptive {
+        YIELDS
+    } else {
+        0
     }
 }
 
