@@ -9,7 +9,10 @@
 //!
 //! Not part of the default sweep (it needs the Debian packages `mariadb-server` and `sysbench`
 //! and takes minutes): select it with `--workload mariadb-sysbench`. Each point runs sysbench for
-//! the bench's `--duration-ms`, at least 5 s. An operation is a sysbench transaction; latencies
+//! the bench's `--duration-ms`, at least 5 s; `--repeat N` runs the script N times (fresh
+//! servers and tables each time), one round of every point per run. The library's server runs
+//! without lockstat, as a user gets it, so that both columns measure the locks alone. An
+//! operation is a sysbench transaction; latencies
 //! are sysbench's own per-transaction histogram; `cpu_ns_per_op` is not measured (0), and the
 //! per-thread fairness columns hold the total, since sysbench reports no per-thread counts.
 
@@ -18,6 +21,7 @@ use crate::bench::harness::{new_histogram, Measurement, Trial};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -38,12 +42,17 @@ struct Run {
 
 type Key = (String, String, usize);
 
-/// The script is run once, by the first point that needs it; every point reads its row.
+/// One run of the script: every point's row, or why the script failed.
+type ScriptRun = Result<HashMap<Key, Run>, String>;
+
+/// The script is run once per round (`--repeat`), by the first point of that round that needs
+/// it; every point reads its row of its round's run. The bench calls each point once per round,
+/// so a point's `k`-th call is round `k`: every repeat is a measurement of its own.
 struct Shared {
     locks: Vec<&'static str>,
     threads: Vec<usize>,
     quick: bool,
-    results: Mutex<Option<Result<HashMap<Key, Run>, String>>>,
+    results: Mutex<HashMap<usize, ScriptRun>>,
 }
 
 impl Workload for MariadbSysbench {
@@ -96,16 +105,18 @@ impl Workload for MariadbSysbench {
             locks: locks.clone(),
             threads: sel.threads.clone(),
             quick: sel.quick,
-            results: Mutex::new(None),
+            results: Mutex::new(HashMap::new()),
         });
         let mut points = Vec::new();
         for case in CASES {
             for &(bench_lock, script_lock) in LOCKS.iter().filter(|(_, s)| locks.contains(s)) {
                 for &threads in &sel.threads {
                     let shared = Arc::clone(&shared);
+                    let calls = AtomicUsize::new(0);
                     points.push(
                         Point::new(bench_lock, threads, move |trial| {
-                            shared.point(case, script_lock, threads, trial)
+                            let round = calls.fetch_add(1, Ordering::Relaxed);
+                            shared.point(case, script_lock, threads, round, trial)
                         })
                         .case(case),
                     );
@@ -122,10 +133,13 @@ impl Shared {
         case: &str,
         lock: &str,
         threads: usize,
+        round: usize,
         trial: &Trial,
     ) -> Result<Measurement, String> {
         let mut guard = self.results.lock().map_err(|_| "poisoned".to_string())?;
-        let results = guard.get_or_insert_with(|| self.run_script(trial.duration));
+        let results = guard
+            .entry(round)
+            .or_insert_with(|| self.run_script(round, trial.duration));
         let results = results.as_ref().map_err(Clone::clone)?;
         let run = results
             .get(&(case.to_string(), lock.to_string(), threads))
@@ -135,10 +149,12 @@ impl Shared {
         measurement(run)
     }
 
-    fn run_script(&self, duration: Duration) -> Result<HashMap<Key, Run>, String> {
+    fn run_script(&self, round: usize, duration: Duration) -> ScriptRun {
         let script = script_path();
-        let dir =
-            std::env::temp_dir().join(format!("scalelock-bench-mariadb-{}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "scalelock-bench-mariadb-{}-{round}",
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let results_file = dir.join("results.txt");
