@@ -124,12 +124,34 @@ impl Mutex {
         self as *const Mutex as usize
     }
 
-    /// Takes the raw lock, attributing a wait to `caller` and counting the acquisition.
+    /// Takes the raw lock, attributing a wait to `caller` and counting the acquisition. The
+    /// uncontended case is one compare-exchange and one look at lockstat's switch; the rest is
+    /// out of line, so that the caller's frame stays small.
     #[inline]
     fn take(&self, caller: usize) {
         if !self.raw.try_lock() {
-            stats::waiting_at(caller, || self.raw.lock());
+            self.take_contended(caller);
         }
+        self.count_acquired(caller);
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn take_contended(&self, caller: usize) {
+        stats::waiting_at(caller, || self.raw.lock());
+    }
+
+    /// Counts an acquisition at `caller` and starts timing the hold, while lockstat records.
+    #[inline]
+    fn count_acquired(&self, caller: usize) {
+        if stats::recording() {
+            self.count_acquired_recording(caller);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_acquired_recording(&self, caller: usize) {
         stats::acquired(self.addr(), caller);
         self.hold.begin(caller);
     }
@@ -183,8 +205,7 @@ impl Mutex {
         if !self.raw.try_lock() {
             return libc::EBUSY;
         }
-        stats::acquired(self.addr(), caller);
-        self.hold.begin(caller);
+        self.count_acquired(caller);
         self.acquired(ty);
         0
     }
@@ -209,8 +230,7 @@ impl Mutex {
         }
         // As glibc: a free mutex is taken without looking at the deadline.
         if self.raw.try_lock() {
-            stats::acquired(self.addr(), caller);
-            self.hold.begin(caller);
+            self.count_acquired(caller);
             self.acquired(ty);
             return 0;
         }
@@ -227,8 +247,7 @@ impl Mutex {
         if !acquired {
             return libc::ETIMEDOUT;
         }
-        stats::acquired(self.addr(), caller);
-        self.hold.begin(caller);
+        self.count_acquired(caller);
         self.acquired(ty);
         0
     }

@@ -22,6 +22,13 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use scalelock::stats::{self, raw};
 use scalelock::wait::now_ns;
 
+/// Whether lockstat records (one relaxed load once it has read the environment): callers that
+/// have more than one thing to record per acquisition look once, then record out of line.
+#[inline]
+pub(crate) fn recording() -> bool {
+    raw::enabled()
+}
+
 /// Counts an acquisition of the lock at `lock` (nothing while recording is off); the first one
 /// recorded labels the lock with `caller`, so the per-lock table names the function that first
 /// used each lock.
@@ -67,16 +74,23 @@ impl Hold {
         }
     }
 
-    /// The sole holder of `lock` releases it.
+    /// The sole holder of `lock` releases it. (The recording is out of line: an unlock while
+    /// lockstat is off is one load and a branch here.)
     #[inline]
     pub(crate) fn end(&self, lock: usize) {
         if raw::enabled() {
-            let start = self.start_ns.load(Ordering::Relaxed);
-            if start != 0 {
-                self.start_ns.store(0, Ordering::Relaxed);
-                let caller = self.site.load(Ordering::Relaxed) as usize;
-                raw::held(lock, caller, now_ns().saturating_sub(start));
-            }
+            self.end_recording(lock);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn end_recording(&self, lock: usize) {
+        let start = self.start_ns.load(Ordering::Relaxed);
+        if start != 0 {
+            self.start_ns.store(0, Ordering::Relaxed);
+            let caller = self.site.load(Ordering::Relaxed) as usize;
+            raw::held(lock, caller, now_ns().saturating_sub(start));
         }
     }
 
@@ -97,7 +111,15 @@ impl Hold {
     /// A reader releases its read lock on `lock`: records the hold if it was timing it.
     #[inline]
     pub(crate) fn end_shared(&self, lock: usize) {
-        if raw::enabled() && self.site.load(Ordering::Relaxed) == thread_id() {
+        if raw::enabled() {
+            self.end_shared_recording(lock);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn end_shared_recording(&self, lock: usize) {
+        if self.site.load(Ordering::Relaxed) == thread_id() {
             let start = self.start_ns.load(Ordering::Relaxed);
             self.site.store(0, Ordering::Relaxed);
             // Release: the next reader that claims the slot sees `site` cleared.

@@ -130,7 +130,15 @@ impl RawMutex {
     /// Acquires the mutex if it is free, without waiting.
     #[inline]
     pub fn try_lock(&self) -> bool {
-        let mut s = self.state.load(Ordering::Relaxed);
+        // The common case first: a free lock with no flag set is one compare-exchange.
+        let mut s =
+            match self
+                .state
+                .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(current) => current,
+            };
         loop {
             if s & LOCKED != 0 {
                 return false;
