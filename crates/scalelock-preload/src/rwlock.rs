@@ -136,6 +136,37 @@ fn spin_read(rw: &RwLock, deadline: Option<&Deadline>) -> bool {
 }
 
 impl RwLock {
+    /// Counts a read acquisition at `caller` and (for one reader at a time) times its hold,
+    /// while lockstat records: one look at the switch, the recording out of line.
+    #[inline]
+    fn count_read(&self, caller: usize) {
+        if stats::recording() {
+            self.count_read_recording(caller);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_read_recording(&self, caller: usize) {
+        stats::acquired(self.addr(), caller);
+        self.hold.begin_shared();
+    }
+
+    /// [`count_read`](Self::count_read) for a write acquisition.
+    #[inline]
+    fn count_write(&self, caller: usize) {
+        if stats::recording() {
+            self.count_write_recording(caller);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn count_write_recording(&self, caller: usize) {
+        stats::acquired(self.addr(), caller);
+        self.hold.begin(caller);
+    }
+
     fn addr(&self) -> usize {
         self as *const RwLock as usize
     }
@@ -161,6 +192,7 @@ impl RwLock {
 
     /// # Safety
     /// `ts` is null or readable.
+    #[inline]
     unsafe fn read(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
         // As glibc: a bad deadline is refused before anything else, even for a free lock.
         // SAFETY: the caller's promise.
@@ -168,14 +200,22 @@ impl RwLock {
         if let Wait::Invalid = wait {
             return libc::EINVAL;
         }
-        if self.writer.load(Ordering::Relaxed) == me() {
+        // (`writer` is 0 unless a writer holds the lock: only then ask who we are.)
+        let writer = self.writer.load(Ordering::Relaxed);
+        if writer != 0 && writer == me() {
             return libc::EDEADLK;
         }
         if self.try_read() {
-            stats::acquired(self.addr(), caller);
-            self.hold.begin_shared();
+            self.count_read(caller);
             return 0;
         }
+        self.read_contended(wait, caller)
+    }
+
+    /// The rest of [`read`](Self::read), out of line: the lock was not free for a reader.
+    #[cold]
+    #[inline(never)]
+    fn read_contended(&self, wait: Wait, caller: usize) -> c_int {
         let recursive = self.recursive_reads();
         let ok = match wait {
             Wait::Invalid => return libc::EINVAL,
@@ -201,8 +241,7 @@ impl RwLock {
             Wait::Until(d) => stats::waiting_at(caller, || self.raw.try_lock_shared_until(&d)),
         };
         if ok {
-            stats::acquired(self.addr(), caller);
-            self.hold.begin_shared();
+            self.count_read(caller);
             0
         } else {
             libc::ETIMEDOUT
@@ -211,6 +250,7 @@ impl RwLock {
 
     /// # Safety
     /// `ts` is null or readable.
+    #[inline]
     unsafe fn write(&self, clock: Option<Clock>, ts: *const timespec, caller: usize) -> c_int {
         // SAFETY: the caller's promise.
         let wait = unsafe { wait_of(clock, ts) };
@@ -221,33 +261,36 @@ impl RwLock {
         if self.writer.load(Ordering::Relaxed) == me {
             return libc::EDEADLK;
         }
-        if !self.try_write() {
-            // Under SCALELOCK_LOCK=spin a waiting writer makes itself seen (see `try_read`).
-            let spinning = mode() == Mode::Spin;
-            if spinning {
-                self.spinning_writers.fetch_add(1, Ordering::Relaxed);
-            }
-            let ok = match wait {
-                Wait::Invalid => false, // refused above
-                Wait::Forever => {
-                    stats::waiting_at(caller, || self.raw.lock_exclusive());
-                    true
-                }
-                Wait::Until(d) => {
-                    stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d))
-                }
-            };
-            if spinning {
-                self.spinning_writers.fetch_sub(1, Ordering::Relaxed);
-            }
-            if !ok {
-                return libc::ETIMEDOUT;
-            }
+        if !self.try_write() && !self.write_contended(wait, caller) {
+            return libc::ETIMEDOUT;
         }
-        stats::acquired(self.addr(), caller);
-        self.hold.begin(caller);
+        self.count_write(caller);
         self.writer.store(me, Ordering::Relaxed);
         0
+    }
+
+    /// The wait of [`write`](Self::write), out of line: whether the write lock was taken
+    /// before the deadline.
+    #[cold]
+    #[inline(never)]
+    fn write_contended(&self, wait: Wait, caller: usize) -> bool {
+        // Under SCALELOCK_LOCK=spin a waiting writer makes itself seen (see `try_read`).
+        let spinning = mode() == Mode::Spin;
+        if spinning {
+            self.spinning_writers.fetch_add(1, Ordering::Relaxed);
+        }
+        let ok = match wait {
+            Wait::Invalid => false, // refused by the caller
+            Wait::Forever => {
+                stats::waiting_at(caller, || self.raw.lock_exclusive());
+                true
+            }
+            Wait::Until(d) => stats::waiting_at(caller, || self.raw.try_lock_exclusive_until(&d)),
+        };
+        if spinning {
+            self.spinning_writers.fetch_sub(1, Ordering::Relaxed);
+        }
+        ok
     }
 
     fn unlock(&self) -> c_int {
@@ -373,8 +416,7 @@ unsafe extern "C" fn rwlock_tryrdlock_from(l: *mut pthread_rwlock_t, caller: usi
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         Route::Ours(rw) if rw.try_read() => {
-            stats::acquired(rw.addr(), caller);
-            rw.hold.begin_shared();
+            rw.count_read(caller);
             0
         }
         Route::Ours(_) => libc::EBUSY,
@@ -493,8 +535,7 @@ unsafe extern "C" fn rwlock_trywrlock_from(l: *mut pthread_rwlock_t, caller: usi
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         Route::Ours(rw) if rw.try_write() => {
-            stats::acquired(rw.addr(), caller);
-            rw.hold.begin(caller);
+            rw.count_write(caller);
             rw.writer.store(me(), Ordering::Relaxed);
             0
         }
