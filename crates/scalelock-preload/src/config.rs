@@ -39,6 +39,14 @@ pub fn mode() -> Mode {
     }
 }
 
+/// Whether the mode has been read and is one of scalelock's (not `Glibc`): the one look the
+/// entry points make before taking their fast path; anything else goes the slow way, through
+/// [`mode`].
+#[inline]
+pub(crate) fn ours_for_sure() -> bool {
+    matches!(MODE.load(Ordering::Relaxed), SCALELOCK | SPIN)
+}
+
 /// Parses a `SCALELOCK_LOCK` value (`pthread` is accepted for `glibc`, as the bench names it;
 /// empty means the default).
 pub fn parse_mode(value: &[u8]) -> Option<Mode> {

@@ -109,6 +109,20 @@ pub(crate) unsafe fn route<'a>(m: *mut pthread_mutex_t) -> Route<'a> {
     Route::Ours(mx, kind & TYPE_MASK)
 }
 
+/// The common case of [`route`], for the hot entry points: our mutex (and its type) when the
+/// mode is known to be one of scalelock's and glibc does not serve the object; `None` sends the
+/// caller through [`route`].
+///
+/// # Safety
+/// As for [`route`].
+#[inline(always)]
+unsafe fn ours<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, i32)> {
+    // SAFETY: the caller's promise; every field of `Mutex` is an atomic, so any bytes are valid.
+    let mx = unsafe { &*(m as *const Mutex) };
+    let kind = mx.kind.load(Ordering::Relaxed);
+    (kind & GLIBC_ONLY == 0 && crate::config::ours_for_sure()).then_some((mx, kind & TYPE_MASK))
+}
+
 /// Whether glibc serves `m` (robust, priority-inherit/protect or process-shared).
 ///
 /// # Safety
@@ -158,31 +172,31 @@ impl Mutex {
 
     #[inline]
     fn lock(&self, ty: i32, caller: usize) -> c_int {
-        match ty {
-            RECURSIVE => {
-                let me = me();
-                if self.owner.load(Ordering::Relaxed) == me {
-                    return self.relock_recursive();
-                }
-                self.take(caller);
-                self.owner.store(me, Ordering::Relaxed);
-                self.count.store(1, Ordering::Relaxed);
-                0
-            }
-            ERRORCHECK => {
-                let me = me();
-                if self.owner.load(Ordering::Relaxed) == me {
-                    return libc::EDEADLK;
-                }
-                self.take(caller);
-                self.owner.store(me, Ordering::Relaxed);
-                0
-            }
-            _ => {
-                self.take(caller);
-                0
-            }
+        if ty == RECURSIVE || ty == ERRORCHECK {
+            return self.lock_owned(ty, caller);
         }
+        self.take(caller);
+        0
+    }
+
+    /// [`lock`](Self::lock) for the types that record their owner (out of line, so that a
+    /// default mutex's lock needs no stack frame).
+    #[inline(never)]
+    fn lock_owned(&self, ty: i32, caller: usize) -> c_int {
+        let me = me();
+        if self.owner.load(Ordering::Relaxed) == me {
+            return if ty == RECURSIVE {
+                self.relock_recursive()
+            } else {
+                libc::EDEADLK
+            };
+        }
+        self.take(caller);
+        self.owner.store(me, Ordering::Relaxed);
+        if ty == RECURSIVE {
+            self.count.store(1, Ordering::Relaxed);
+        }
+        0
     }
 
     /// One more level of a recursive mutex this thread holds. (Only the owner reads its own id
@@ -254,31 +268,34 @@ impl Mutex {
 
     #[inline]
     fn unlock(&self, ty: i32) -> c_int {
-        match ty {
-            RECURSIVE | ERRORCHECK => {
-                if self.owner.load(Ordering::Relaxed) != me() {
-                    return libc::EPERM;
-                }
-                let c = self.count.load(Ordering::Relaxed);
-                if ty == RECURSIVE && c > 1 {
-                    self.count.store(c.wrapping_sub(1), Ordering::Relaxed);
-                    return 0;
-                }
-                self.count.store(0, Ordering::Relaxed);
-                self.owner.store(0, Ordering::Relaxed);
-                self.hold.end(self.addr());
-                // SAFETY: this thread owns the mutex (checked above).
-                unsafe { self.raw.unlock() };
-                0
-            }
-            _ => {
-                self.hold.end(self.addr());
-                // SAFETY: POSIX makes unlocking a normal mutex one does not hold undefined; for
-                // scalelock's mutex it only clears the state word (see the module comment).
-                unsafe { self.raw.unlock() };
-                0
-            }
+        if ty == RECURSIVE || ty == ERRORCHECK {
+            return self.unlock_owned(ty);
         }
+        self.hold.end(self.addr());
+        // SAFETY: POSIX makes unlocking a normal mutex one does not hold undefined; for
+        // scalelock's mutex it only clears the state word (see the module comment).
+        unsafe { self.raw.unlock() };
+        0
+    }
+
+    /// [`unlock`](Self::unlock) for the types that record their owner (out of line, as
+    /// [`lock_owned`](Self::lock_owned)).
+    #[inline(never)]
+    fn unlock_owned(&self, ty: i32) -> c_int {
+        if self.owner.load(Ordering::Relaxed) != me() {
+            return libc::EPERM;
+        }
+        let c = self.count.load(Ordering::Relaxed);
+        if ty == RECURSIVE && c > 1 {
+            self.count.store(c.wrapping_sub(1), Ordering::Relaxed);
+            return 0;
+        }
+        self.count.store(0, Ordering::Relaxed);
+        self.owner.store(0, Ordering::Relaxed);
+        self.hold.end(self.addr());
+        // SAFETY: this thread owns the mutex (checked above).
+        unsafe { self.raw.unlock() };
+        0
     }
 }
 
@@ -437,6 +454,10 @@ unsafe extern "C" fn mutex_lock_from(m: *mut pthread_mutex_t, caller: usize) -> 
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
+    if let Some((mx, ty)) = unsafe { ours(m) } {
+        return mx.lock(ty, caller);
+    }
+    // SAFETY: the caller's promise.
     match unsafe { route(m) } {
         Route::Ours(mx, ty) => mx.lock(ty, caller),
         // SAFETY: pass-through.
@@ -460,6 +481,10 @@ entry_with_caller! {
 unsafe extern "C" fn mutex_trylock_from(m: *mut pthread_mutex_t, caller: usize) -> c_int {
     if m.is_null() {
         return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    if let Some((mx, ty)) = unsafe { ours(m) } {
+        return mx.try_lock(ty, caller);
     }
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
@@ -566,6 +591,10 @@ unsafe extern "C" fn mutex_clocklock_from(
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     if m.is_null() {
         return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    if let Some((mx, ty)) = unsafe { ours(m) } {
+        return mx.unlock(ty);
     }
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {

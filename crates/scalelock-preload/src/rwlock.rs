@@ -79,6 +79,19 @@ enum Route<'a> {
     Unavailable,
 }
 
+/// The common case of [`route`], for the hot entry points: our rwlock when the mode is known
+/// to be one of scalelock's and glibc does not serve the object; `None` sends the caller
+/// through [`route`].
+///
+/// # Safety
+/// As for [`route`].
+#[inline(always)]
+unsafe fn ours<'a>(l: *mut pthread_rwlock_t) -> Option<&'a RwLock> {
+    // SAFETY: as in `route`.
+    let rw = unsafe { &*(l as *const RwLock) };
+    (rw.shared.load(Ordering::Relaxed) == 0 && crate::config::ours_for_sure()).then_some(rw)
+}
+
 /// # Safety
 /// `l` is non-null, aligned and points at a live `pthread_rwlock_t`.
 #[inline]
@@ -293,6 +306,7 @@ impl RwLock {
         ok
     }
 
+    #[inline]
     fn unlock(&self) -> c_int {
         if self.raw.is_locked_exclusive() {
             self.writer.store(0, Ordering::Relaxed);
@@ -386,6 +400,11 @@ entry_with_caller! {
 unsafe extern "C" fn rwlock_rdlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    if let Some(rw) = unsafe { ours(l) } {
+        // SAFETY: no timespec.
+        return unsafe { rw.read(None, core::ptr::null(), caller) };
     }
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
@@ -507,6 +526,11 @@ unsafe extern "C" fn rwlock_wrlock_from(l: *mut pthread_rwlock_t, caller: usize)
         return libc::EINVAL;
     }
     // SAFETY: the caller's promise.
+    if let Some(rw) = unsafe { ours(l) } {
+        // SAFETY: no timespec.
+        return unsafe { rw.write(None, core::ptr::null(), caller) };
+    }
+    // SAFETY: the caller's promise.
     match unsafe { route(l) } {
         // SAFETY: no timespec.
         Route::Ours(rw) => unsafe { rw.write(None, core::ptr::null(), caller) },
@@ -618,6 +642,10 @@ unsafe extern "C" fn rwlock_clockwrlock_from(
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
     if l.is_null() {
         return libc::EINVAL;
+    }
+    // SAFETY: the caller's promise.
+    if let Some(rw) = unsafe { ours(l) } {
+        return rw.unlock();
     }
     // SAFETY: the caller's promise.
     match unsafe { route(l) } {
