@@ -46,9 +46,18 @@ fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
             let m = Arc::new(FairMutex::new(0u32));
             let g = m.lock();
             let m2 = Arc::clone(&m);
-            let t = std::thread::spawn(move || *m2.lock() += 1);
-            // Long enough for the waiter to stop spinning and sleep.
-            std::thread::sleep(Duration::from_millis(30));
+            let (tx, rx) = std::sync::mpsc::channel();
+            let t = std::thread::spawn(move || {
+                // SAFETY: gettid has no preconditions.
+                tx.send(unsafe { libc::gettid() }).unwrap();
+                *m2.lock() += 1;
+            });
+            // Until the waiter sleeps in the kernel (its only blocking call is the futex wait),
+            // not while it spins or yields: a hand-off needs a sleeper.
+            let tid = rx.recv().unwrap();
+            while !asleep(tid) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
             drop(g);
             // Handed over: still locked for this thread, which would otherwise retake it first.
             assert!(m.try_lock().is_none());
@@ -56,6 +65,13 @@ fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
             assert_eq!(*m.lock(), 1);
         }
     });
+}
+
+/// Whether thread `tid` of this process is asleep ("S" in /proc: blocked in a system call).
+fn asleep(tid: libc::pid_t) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+    // The state follows the command name, which is in parentheses and may contain spaces.
+    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
 }
 
 #[cfg(feature = "arc_lock")]
