@@ -169,15 +169,33 @@ fn run_spec(spec: &str) -> Result<Measurement, String> {
     (point.run)(&trial)
 }
 
-/// Ends the child if it runs far past what its trial needs (a hung point).
+/// Ends the child if it runs far past what its trial needs (a hung point). Only time the child
+/// could run counts: the watchdog sleeps in steps of [`WATCHDOG_STEP`], and a step that
+/// overslept by more than another step is taken as time the process was stopped (SIGSTOP, as
+/// another user's measurement does to niced work) or starved of CPU, and counts one step.
 fn watchdog(trial: &Trial) {
     let limit = (trial.warmup + trial.duration) * 20 + Duration::from_secs(120);
     std::thread::spawn(move || {
-        std::thread::sleep(limit);
-        eprintln!("child point still running after {limit:?}: giving up");
+        let mut counted = Duration::ZERO;
+        let mut wall = Duration::ZERO;
+        while counted < limit {
+            let t = std::time::Instant::now();
+            std::thread::sleep(WATCHDOG_STEP);
+            let slept = t.elapsed();
+            wall += slept;
+            counted += if slept > 2 * WATCHDOG_STEP {
+                WATCHDOG_STEP
+            } else {
+                slept
+            };
+        }
+        eprintln!("child point still running after {limit:?} of running time ({wall:?} of wall time): giving up");
         std::process::exit(3);
     });
 }
+
+/// See [`watchdog`].
+const WATCHDOG_STEP: Duration = Duration::from_secs(1);
 
 /// A measurement as JSON (the latency histogram as `[value, count]` pairs).
 fn to_json(m: &Measurement) -> Value {
