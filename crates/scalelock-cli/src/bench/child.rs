@@ -17,6 +17,7 @@
 //!     its exit status and the end of stderr)
 //! ```
 //!
+//! With `SCALELOCK_BENCH_VERBOSE` set, the parent passes the child's stderr on to its own.
 //! `extra_env` lets the parent set more of the child's environment (the global allocator, see
 //! [`super::global_alloc`]). A child that runs past its deadline exits on its own (status 3),
 //! so a hung point cannot hang the bench.
@@ -30,6 +31,8 @@ use std::time::Duration;
 
 /// The environment variable that makes the binary a child: the point to run, as JSON.
 pub const ENV: &str = "SCALELOCK_BENCH_CHILD";
+/// Set in the parent's environment (and so in the child's), the child's stderr is passed on.
+const VERBOSE: &str = "SCALELOCK_BENCH_VERBOSE";
 /// The prefix of the child's result line on its stdout.
 const RESULT: &str = "scalelock-child-result ";
 
@@ -82,6 +85,10 @@ pub fn run_point(
         .map_err(|e| format!("{what}: cannot start {}: {e}", exe.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if std::env::var_os(VERBOSE).is_some() {
+        // What the child reported about itself (e.g. each run's memory figures).
+        eprint!("{stderr}");
+    }
     let result = stdout
         .lines()
         .rev()
