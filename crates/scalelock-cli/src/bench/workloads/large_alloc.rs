@@ -580,11 +580,14 @@ fn run<A: GlobalAlloc + Sync>(
 
 /// Allocates, touches and frees one small block every [`NUDGE_EVERY`] for `wait`: the traffic
 /// of an idle server, which is what drives an allocator's delayed purging (jemalloc's decay,
-/// mimalloc's purge delay, the pool's decay).
+/// mimalloc's purge delay, the pool's decay). Counted in nudges, not read off the clock, so
+/// that a process stopped or starved meanwhile (by other work on the machine) still gets the
+/// whole wait while it runs, at least `wait` in all.
 fn idle_but_alive<A: GlobalAlloc>(alloc: &A, wait: Duration) {
     let l = layout(NUDGE_BYTES);
-    let end = Instant::now() + wait;
-    while Instant::now() < end {
+    let start = Instant::now();
+    let nudges = wait.as_nanos().div_ceil(NUDGE_EVERY.as_nanos());
+    for _ in 0..nudges {
         // SAFETY: non-zero size; the block is written inside its bounds and freed once.
         unsafe {
             let p = alloc.alloc(l);
@@ -594,6 +597,10 @@ fn idle_but_alive<A: GlobalAlloc>(alloc: &A, wait: Duration) {
             }
         }
         std::thread::sleep(NUDGE_EVERY);
+    }
+    // Sleeps overshoot, never undershoot; this only guards the "at least `wait`" promise.
+    if let Some(rest) = wait.checked_sub(start.elapsed()) {
+        std::thread::sleep(rest);
     }
 }
 
