@@ -39,7 +39,7 @@
 use core::cell::Cell;
 use core::ptr;
 
-use crate::class::{class_size, magazine_cap, may_serve, MAX_CLASSES};
+use crate::class::{class_size, magazine_cap, MAX_CLASSES};
 use crate::depot::Inner;
 
 const SLOTS: usize = 4;
@@ -322,17 +322,22 @@ fn alloc_slow(s: &Slot, inner: &Inner, c: usize) -> (*mut u8, bool) {
     }
 }
 
-/// A free block of the smallest class above `c` that holds one, at most [`BORROW_RATIO`] times
-/// its size: for each class from the closest up, this thread's cache, then the depot. The block
-/// keeps its class (its address says which), so it goes back to that class when freed. Without
-/// this, each class would hold its own peak of free blocks, and the pool's footprint would be
-/// the sum of the classes' peaks, not the peak of their sum. The closest class first, because a
-/// larger block taken now is one a larger request may have to carve again.
+/// A free block of the smallest class above `c` that holds one, whatever its size: for each
+/// class from the closest up, this thread's cache, then the depot. The block keeps its class
+/// (its address says which), so it goes back to that class when freed.
 ///
-/// [`BORROW_RATIO`]: crate::class::BORROW_RATIO
+/// Why any larger block, not only one a few times the size: lending a free block makes nothing
+/// resident (its pages already are), while carving makes the new block's pages resident. With
+/// lending bounded by a ratio, each class holds free blocks for its own worst moment and the
+/// footprint is the sum of the classes' peaks; lent without a bound, the free blocks of every
+/// larger class serve, and new memory is carved only when no free block of the pool is large
+/// enough. The closest class first, because a larger block taken now is one a larger request
+/// may have to carve again. The price is address space and, for the lent block's lifetime, the
+/// pages an earlier, larger use wrote: they stay resident, as they were while the block was
+/// free (see the crate docs' Footprint section).
 #[cold]
 fn borrow(s: &Slot, inner: &Inner, c: usize) -> Option<(*mut u8, bool)> {
-    for b in (c + 1..inner.classes().end).take_while(|&b| may_serve(b, c)) {
+    for b in c + 1..inner.classes().end {
         let cc = &s.classes[b];
         for m in [cc.loaded.get(), cc.prev.get()] {
             if m != 0 {

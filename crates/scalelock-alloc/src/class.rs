@@ -46,16 +46,17 @@ pub const fn class_of(size: usize) -> usize {
     4 + (k as usize - 2) * 4 + idx
 }
 
-/// How many times its own size a block may be to serve a request of a smaller class (see
+/// How many times the new size a block may be for `realloc` to keep it in place (see
 /// [`may_serve`]).
-pub const BORROW_RATIO: usize = 4;
+pub const REALLOC_RATIO: usize = 4;
 
-/// Whether a block of class `block` may serve a request of class `request`: the same class, or
-/// a larger one at most [`BORROW_RATIO`] times its size (see `cache::borrow`; `realloc` keeps
-/// such a block in place).
+/// Whether `realloc` keeps a block of class `block` in place for a new size of class `request`:
+/// the same class, or a larger one at most [`REALLOC_RATIO`] times its size. (A free block of
+/// any larger class may serve a new allocation, see `cache::borrow`; a `realloc` that shrinks a
+/// block far below its size moves it, so that the large block serves a large request again.)
 #[inline]
 pub const fn may_serve(block: usize, request: usize) -> bool {
-    block >= request && class_size(block) <= BORROW_RATIO * class_size(request)
+    block >= request && class_size(block) <= REALLOC_RATIO * class_size(request)
 }
 
 /// The block size of class `c`, in bytes.
@@ -147,7 +148,7 @@ mod tests {
     }
 
     #[test]
-    fn a_block_serves_its_class_and_requests_down_to_a_quarter_of_its_size() {
+    fn realloc_keeps_a_block_for_its_class_and_sizes_down_to_a_quarter_of_it() {
         let c = class_of(640 << 10);
         assert!(may_serve(c, c));
         assert!(may_serve(c, class_of(400 << 10)));

@@ -22,7 +22,7 @@
 //!     | empty / full
 //!   depot[class]: lock-free tagged stacks of whole magazines     <- one CAS per magazine
 //!     | nothing cached
-//!   the closest larger class (up to 4x), thread cache then depot <- already resident
+//!   the closest larger class, thread cache then depot            <- already resident
 //!     | nothing there either
 //!   region[class]: bump pointer in a reserved range, committed in 4 MiB steps
 //!     | region exhausted or commit refused
@@ -35,11 +35,12 @@
 //!   per class, so ownership is an address comparison and a block needs no header.
 //! - A free from another thread goes into the freeing thread's cache: as cheap as a local one.
 //! - When neither the thread cache nor the depot holds a block of the requested class, a free
-//!   block of the closest larger class that has one, up to four times the size, is used before
-//!   new memory is carved: it is already resident, and the footprint follows the peak of all
+//!   block of the closest larger class that has one, however much larger, is lent before new
+//!   memory is carved: lending makes nothing resident, carving does. New memory is carved only
+//!   when no free block of the pool is large enough, so the footprint follows the peak of all
 //!   classes together rather than the sum of each class's own peak.
-//! - `realloc` to a size the block could serve (its class, or down to a quarter of its size)
-//!   returns the same pointer; `alloc_zeroed` skips the memset when the block is known zero
+//! - `realloc` to a size of the block's class, or down to a quarter of its size, returns the
+//!   same pointer (further down it moves, so that a large block serves a large request again); `alloc_zeroed` skips the memset when the block is known zero
 //!   (fresh, or purged).
 //! - Several pools can live in one process (each thread caches for up to four at a time); a
 //!   dropped pool stays mapped until the last thread caching for it has flushed.
@@ -61,10 +62,14 @@
 //!   each thread checks the clock every 4 of its pool operations, and when it exits. A process
 //!   whose threads all stopped using the pool keeps the depot until the next use or
 //!   [`LargePool::trim`], which gives back everything the depot holds at once.
-//! - **Rounding**: a block is at most 25% larger than the request above four pages, and a block
-//!   lent to a smaller class at most four times the request; pages of it the program never
-//!   writes are not resident, but a block reused for a smaller request keeps the pages an
-//!   earlier, larger one wrote.
+//! - **Rounding and lending**: a block is at most 25% larger than the request above four pages;
+//!   pages of it the program never writes are not resident. A free block lent to a smaller
+//!   request (any larger class, when the request's own class has none free) keeps the pages an
+//!   earlier, larger use wrote, as does a block reused for a smaller request of its own class:
+//!   those pages were resident while the block was free, and lending adds none. The pool's
+//!   resident memory beyond the blocks the program holds is thus the free blocks carved for
+//!   earlier peaks that no request has since fitted, plus what an earlier use left in a block
+//!   in use; it grows only when a request finds no free block of its size or larger.
 //! - **Address space**: one `PROT_NONE` reservation (16 GiB per class by default) costs no
 //!   memory; only what is carved is committed, in 4 MiB steps per class.
 //!

@@ -382,10 +382,13 @@ fn a_thread_returns_blocks_of_a_class_it_stopped_using() {
     let small = layout(8 << 10, 8);
     // SAFETY: non-zero sizes; each block freed once.
     unsafe {
+        // The small class gets a free block of its own (else a free big block is lent to it).
+        let s0 = pool.alloc(small);
         let ps: Vec<_> = (0..6).map(|_| pool.alloc(big)).collect();
         for p in ps {
             pool.dealloc(p, big);
         }
+        pool.dealloc(s0, small);
         assert_eq!(
             pool.stats().cached_bytes,
             0,
@@ -442,33 +445,34 @@ fn an_impossible_reservation_leaves_everything_to_the_backing_allocator() {
 }
 
 #[test]
-fn an_empty_class_takes_a_free_block_up_to_four_times_its_size_before_carving() {
+fn an_empty_class_takes_a_free_block_of_any_larger_class_before_carving() {
     let pool = LargePool::new();
-    let big = layout(600 << 10, 8);
-    let small = layout(200 << 10, 8);
-    let tiny = layout(100 << 10, 8);
+    let big = layout(4 << 20, 8);
+    let tiny = layout(16 << 10, 8);
     // SAFETY: non-zero sizes; each block freed once with the layout it was allocated with.
     unsafe {
         let p = pool.alloc(big);
         let big_class = pool.usable_size(p).unwrap();
+        p.write_bytes(9, big.size());
         pool.dealloc(p, big);
         let carved = pool.stats().carved_bytes;
-        let q = pool.alloc(small);
-        assert_eq!(q, p, "the free 640 KiB block serves a 200 KiB request");
+        let q = pool.alloc(tiny);
+        assert_eq!(q, p, "the free 4 MiB block serves a 16 KiB request");
         assert_eq!(pool.stats().carved_bytes, carved, "nothing carved");
         assert_eq!(
             pool.usable_size(q),
             Some(big_class),
             "the block keeps its class"
         );
-        q.write_bytes(3, small.size());
-        pool.dealloc(q, small);
-        let r = pool.alloc(tiny);
-        assert_ne!(r, p, "a block more than four times the size is not used");
-        pool.dealloc(r, tiny);
+        q.write_bytes(3, tiny.size());
+        // A realloc far below the block's size moves it, contents kept.
+        let r = pool.realloc(q, tiny, 20 << 10);
+        assert_ne!(r, q, "a 4 MiB block is not kept for 20 KiB");
+        assert!((0..tiny.size()).all(|i| *r.add(i) == 3), "contents lost");
         let again = pool.alloc(big);
         assert_eq!(again, p, "freed back into its own class");
         pool.dealloc(again, big);
+        pool.dealloc(r, layout(20 << 10, 8));
     }
 }
 

@@ -17,6 +17,7 @@
 //!     its exit status and the end of stderr)
 //! ```
 //!
+//! With `SCALELOCK_BENCH_VERBOSE` set, the parent passes the child's stderr on to its own.
 //! `extra_env` lets the parent set more of the child's environment (the global allocator, see
 //! [`super::global_alloc`]). A child that runs past its deadline exits on its own (status 3),
 //! so a hung point cannot hang the bench.
@@ -30,6 +31,8 @@ use std::time::Duration;
 
 /// The environment variable that makes the binary a child: the point to run, as JSON.
 pub const ENV: &str = "SCALELOCK_BENCH_CHILD";
+/// Set in the parent's environment (and so in the child's), the child's stderr is passed on.
+const VERBOSE: &str = "SCALELOCK_BENCH_VERBOSE";
 /// The prefix of the child's result line on its stdout.
 const RESULT: &str = "scalelock-child-result ";
 
@@ -82,6 +85,10 @@ pub fn run_point(
         .map_err(|e| format!("{what}: cannot start {}: {e}", exe.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if std::env::var_os(VERBOSE).is_some() {
+        // What the child reported about itself (e.g. each run's memory figures).
+        eprint!("{stderr}");
+    }
     let result = stdout
         .lines()
         .rev()
@@ -169,15 +176,33 @@ fn run_spec(spec: &str) -> Result<Measurement, String> {
     (point.run)(&trial)
 }
 
-/// Ends the child if it runs far past what its trial needs (a hung point).
+/// Ends the child if it runs far past what its trial needs (a hung point). Only time the child
+/// could run counts: the watchdog sleeps in steps of [`WATCHDOG_STEP`], and a step that
+/// overslept by more than another step is taken as time the process was stopped (SIGSTOP, as
+/// another user's measurement does to niced work) or starved of CPU, and counts one step.
 fn watchdog(trial: &Trial) {
     let limit = (trial.warmup + trial.duration) * 20 + Duration::from_secs(120);
     std::thread::spawn(move || {
-        std::thread::sleep(limit);
-        eprintln!("child point still running after {limit:?}: giving up");
+        let mut counted = Duration::ZERO;
+        let mut wall = Duration::ZERO;
+        while counted < limit {
+            let t = std::time::Instant::now();
+            std::thread::sleep(WATCHDOG_STEP);
+            let slept = t.elapsed();
+            wall += slept;
+            counted += if slept > 2 * WATCHDOG_STEP {
+                WATCHDOG_STEP
+            } else {
+                slept
+            };
+        }
+        eprintln!("child point still running after {limit:?} of running time ({wall:?} of wall time): giving up");
         std::process::exit(3);
     });
 }
+
+/// See [`watchdog`].
+const WATCHDOG_STEP: Duration = Duration::from_secs(1);
 
 /// A measurement as JSON (the latency histogram as `[value, count]` pairs).
 fn to_json(m: &Measurement) -> Value {

@@ -1,5 +1,6 @@
-//! Memory figures of workloads that measure them per point (`large-alloc`): extra rows under
-//! the stdout table and extra plots in the report. A point carries them in its JSON `params`
+//! Memory figures of workloads that measure them per point (`large-alloc`, from its memory
+//! phase: the same operations for every allocator): extra rows under the stdout table and extra
+//! plots in the report. A point carries them in its JSON `params`
 //! (see [`FIELDS`]); groups whose records have none are left alone.
 
 use super::output::Group;
@@ -8,7 +9,7 @@ use std::fmt::Write as _;
 
 /// The memory fields a point may carry in `params`, with their titles, in display order.
 pub const FIELDS: [(&str, &str); 3] = [
-    ("peak_rss_mib", "peak RSS"),
+    ("peak_rss_mib", "peak RSS over the memory phase"),
     ("rss_after_free_mib", "RSS after the last free"),
     ("rss_after_decay_mib", "RSS after the decay time"),
 ];
@@ -18,9 +19,10 @@ pub type Metric = fn(&Record) -> Option<f64>;
 
 /// The plots the report draws for a group with memory figures: title and metric.
 pub const PLOTS: [(&str, Metric); 2] = [
-    ("Peak RSS of the point's process (lower is better)", |r| {
-        field(r, "peak_rss_mib")
-    }),
+    (
+        "Peak RSS of the point's process over its memory phase (lower is better)",
+        |r| field(r, "peak_rss_mib"),
+    ),
     ("RSS after the decay time (lower is better)", |r| {
         field(r, "rss_after_decay_mib")
     }),
@@ -96,7 +98,7 @@ mod tests {
         let gs = groups(&recs);
         let rows = table_rows(&gs[0], 10);
         assert!(
-            rows.contains("peak RSS (MiB)") && rows.contains("42"),
+            rows.contains("peak RSS over the memory phase (MiB)") && rows.contains("42"),
             "{rows}"
         );
         assert!(rows.contains("RSS after the decay time (MiB)"), "{rows}");
