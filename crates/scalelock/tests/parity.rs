@@ -71,7 +71,8 @@ fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
 fn asleep(tid: libc::pid_t) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
     // The state follows the command name, which is in parentheses and may contain spaces.
-    stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+    stat.rsplit_once(')')
+        .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
 }
 
 #[cfg(feature = "arc_lock")]
