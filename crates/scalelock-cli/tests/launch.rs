@@ -227,7 +227,19 @@ fn profile_names_locks_and_callers_of_an_optimised_pie() {
     let exe = compile("profiled", &["-O2", "-g", "-fPIE", "-pie"]);
     let json = tmp("profiled.json");
     for (how, code) in [("exit", 0), ("sigint", 128 + 2)] {
-        let o = run(scalelock_embedded()
+        let mut cmd = scalelock_embedded();
+        // SIGINT at its default action, as a shell in a terminal starts a command: a test run
+        // from a background job inherits it ignored, and the program could not die of it.
+        // SAFETY: the closure runs in the forked child before exec and only calls signal(2),
+        // which is async-signal-safe.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
+        let o = run(cmd
             .args([
                 "profile", "--top", "10", "--sort", "count", "--stacks", "3", "--json",
             ])

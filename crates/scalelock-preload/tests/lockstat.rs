@@ -15,6 +15,20 @@ fn report_path(tag: &str) -> PathBuf {
     p
 }
 
+/// Starts the program with SIGINT at its default action, as a shell in a terminal does: a test
+/// run from a background job inherits it ignored, and the program could not die of it.
+fn default_sigint(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only calls signal(2), which
+    // is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+}
+
 fn run(
     arg: Option<&str>,
     lockstat: Option<&str>,
@@ -43,6 +57,7 @@ fn run_with(
     if let Some(a) = arg {
         cmd.arg(a);
     }
+    default_sigint(&mut cmd);
     let (status, out, err) = run_with_timeout(cmd, PROGRAM_TIMEOUT).expect("program ran");
     assert!(
         out.contains("ok contended"),
