@@ -48,16 +48,10 @@ fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
             let m2 = Arc::clone(&m);
             let (tx, rx) = std::sync::mpsc::channel();
             let t = std::thread::spawn(move || {
-                // SAFETY: gettid has no preconditions.
-                tx.send(unsafe { libc::gettid() }).unwrap();
+                tx.send(thread_id()).unwrap();
                 *m2.lock() += 1;
             });
-            // Until the waiter sleeps in the kernel (its only blocking call is the futex wait),
-            // not while it spins or yields: a hand-off needs a sleeper.
-            let tid = rx.recv().unwrap();
-            while !asleep(tid) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            wait_until_asleep(rx.recv().unwrap());
             drop(g);
             // Handed over: still locked for this thread, which would otherwise retake it first.
             assert!(m.try_lock().is_none());
@@ -67,12 +61,39 @@ fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
     });
 }
 
-/// Whether thread `tid` of this process is asleep ("S" in /proc: blocked in a system call).
-fn asleep(tid: libc::pid_t) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-    // The state follows the command name, which is in parentheses and may contain spaces.
-    stat.rsplit_once(')')
-        .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+#[cfg(not(miri))]
+fn thread_id() -> libc::pid_t {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
+/// Returns once thread `tid` sleeps in the kernel (its only blocking call is the futex wait),
+/// not while it spins or yields: a hand-off needs a sleeper.
+#[cfg(not(miri))]
+fn wait_until_asleep(tid: libc::pid_t) {
+    // "S" in /proc: blocked in a system call. The state follows the command name, which is in
+    // parentheses and may contain spaces.
+    let asleep = || {
+        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+    };
+    while !asleep() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[cfg(miri)]
+fn thread_id() -> libc::pid_t {
+    0
+}
+
+/// Miri has no /proc: there the test waits a fixed time for the waiter to block, as it did
+/// everywhere before. Miri interprets one thread at a time, so no other program's load can hold
+/// the waiter up.
+#[cfg(miri)]
+fn wait_until_asleep(_tid: libc::pid_t) {
+    std::thread::sleep(Duration::from_millis(30));
 }
 
 #[cfg(feature = "arc_lock")]
