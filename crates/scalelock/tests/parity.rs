@@ -51,10 +51,15 @@ fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
                 tx.send(thread_id()).unwrap();
                 *m2.lock() += 1;
             });
-            wait_until_asleep(rx.recv().unwrap());
+            // SAFETY: only the lock's address is taken; it is not locked or unlocked here.
+            let raw = unsafe { m.raw() } as *const scalelock::RawFairMutex as usize;
+            wait_until_asleep(rx.recv().unwrap(), raw);
             drop(g);
-            // Handed over: still locked for this thread, which would otherwise retake it first.
-            assert!(m.try_lock().is_none());
+            // Handed over: this thread, which would otherwise retake the free lock first, gets
+            // it only after the sleeper has had its turn (which can be over already).
+            if let Some(again) = m.try_lock() {
+                assert_eq!(*again, 1, "retaken before the sleeper ran: no hand-off");
+            }
             t.join().unwrap();
             assert_eq!(*m.lock(), 1);
         }
@@ -67,16 +72,21 @@ fn thread_id() -> libc::pid_t {
     unsafe { libc::gettid() }
 }
 
-/// Returns once thread `tid` sleeps in the kernel (its only blocking call is the futex wait),
-/// not while it spins or yields: a hand-off needs a sleeper.
+/// Returns once thread `tid` sleeps in a futex wait on the lock at `lock` (its
+/// `/proc/.../syscall` names the futex call and the lock's word), not while it spins or yields,
+/// nor while it blocks on anything else (a lock inside the allocator, say): a hand-off needs a
+/// sleeper.
 #[cfg(not(miri))]
-fn wait_until_asleep(tid: libc::pid_t) {
-    // "S" in /proc: blocked in a system call. The state follows the command name, which is in
-    // parentheses and may contain spaces.
+fn wait_until_asleep(tid: libc::pid_t, lock: usize) {
+    let size = std::mem::size_of::<scalelock::RawFairMutex>();
     let asleep = || {
-        let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap();
-        stat.rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('S'))
+        let text = std::fs::read_to_string(format!("/proc/self/task/{tid}/syscall")).unwrap();
+        let mut f = text.split_whitespace();
+        let nr = f.next().and_then(|n| n.parse::<libc::c_long>().ok());
+        let addr = f
+            .next()
+            .and_then(|a| usize::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+        nr == Some(libc::SYS_futex) && addr.is_some_and(|a| a >= lock && a < lock + size)
     };
     while !asleep() {
         std::thread::sleep(Duration::from_millis(1));
@@ -92,7 +102,7 @@ fn thread_id() -> libc::pid_t {
 /// everywhere before. Miri interprets one thread at a time, so no other program's load can hold
 /// the waiter up.
 #[cfg(miri)]
-fn wait_until_asleep(_tid: libc::pid_t) {
+fn wait_until_asleep(_tid: libc::pid_t, _lock: usize) {
     std::thread::sleep(Duration::from_millis(30));
 }
 
