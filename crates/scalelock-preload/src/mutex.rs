@@ -158,16 +158,10 @@ impl Mutex {
     /// Counts an acquisition at `caller` and starts timing the hold, while lockstat records.
     #[inline]
     fn count_acquired(&self, caller: usize) {
-        if stats::recording() {
-            self.count_acquired_recording(caller);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn count_acquired_recording(&self, caller: usize) {
-        stats::acquired(self.addr(), caller);
-        self.hold.begin(caller);
+        stats::when_recording(|| {
+            stats::acquired(self.addr(), caller);
+            self.hold.begin(caller);
+        });
     }
 
     #[inline]

@@ -150,34 +150,22 @@ fn spin_read(rw: &RwLock, deadline: Option<&Deadline>) -> bool {
 
 impl RwLock {
     /// Counts a read acquisition at `caller` and (for one reader at a time) times its hold,
-    /// while lockstat records: one look at the switch, the recording out of line.
+    /// while lockstat records.
     #[inline]
     fn count_read(&self, caller: usize) {
-        if stats::recording() {
-            self.count_read_recording(caller);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn count_read_recording(&self, caller: usize) {
-        stats::acquired(self.addr(), caller);
-        self.hold.begin_shared();
+        stats::when_recording(|| {
+            stats::acquired(self.addr(), caller);
+            self.hold.begin_shared();
+        });
     }
 
     /// [`count_read`](Self::count_read) for a write acquisition.
     #[inline]
     fn count_write(&self, caller: usize) {
-        if stats::recording() {
-            self.count_write_recording(caller);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn count_write_recording(&self, caller: usize) {
-        stats::acquired(self.addr(), caller);
-        self.hold.begin(caller);
+        stats::when_recording(|| {
+            stats::acquired(self.addr(), caller);
+            self.hold.begin(caller);
+        });
     }
 
     fn addr(&self) -> usize {

@@ -22,11 +22,19 @@ use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use scalelock::stats::{self, raw};
 use scalelock::wait::now_ns;
 
-/// Whether lockstat records (one relaxed load once it has read the environment): callers that
-/// have more than one thing to record per acquisition look once, then record out of line.
+/// Runs `record` while lockstat records: one relaxed load (once it has read the environment)
+/// and a branch on the lock path; the recording itself is out of line.
 #[inline]
-pub(crate) fn recording() -> bool {
-    raw::enabled()
+pub(crate) fn when_recording(record: impl FnOnce()) {
+    if raw::enabled() {
+        out_of_line(record);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn out_of_line(f: impl FnOnce()) {
+    f()
 }
 
 /// Counts an acquisition of the lock at `lock` (nothing while recording is off); the first one
@@ -74,24 +82,17 @@ impl Hold {
         }
     }
 
-    /// The sole holder of `lock` releases it. (The recording is out of line: an unlock while
-    /// lockstat is off is one load and a branch here.)
+    /// The sole holder of `lock` releases it.
     #[inline]
     pub(crate) fn end(&self, lock: usize) {
-        if raw::enabled() {
-            self.end_recording(lock);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn end_recording(&self, lock: usize) {
-        let start = self.start_ns.load(Ordering::Relaxed);
-        if start != 0 {
-            self.start_ns.store(0, Ordering::Relaxed);
-            let caller = self.site.load(Ordering::Relaxed) as usize;
-            raw::held(lock, caller, now_ns().saturating_sub(start));
-        }
+        when_recording(|| {
+            let start = self.start_ns.load(Ordering::Relaxed);
+            if start != 0 {
+                self.start_ns.store(0, Ordering::Relaxed);
+                let caller = self.site.load(Ordering::Relaxed) as usize;
+                raw::held(lock, caller, now_ns().saturating_sub(start));
+            }
+        });
     }
 
     /// A reader that now holds a read lock times its hold if no other reader does.
@@ -111,21 +112,15 @@ impl Hold {
     /// A reader releases its read lock on `lock`: records the hold if it was timing it.
     #[inline]
     pub(crate) fn end_shared(&self, lock: usize) {
-        if raw::enabled() {
-            self.end_shared_recording(lock);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn end_shared_recording(&self, lock: usize) {
-        if self.site.load(Ordering::Relaxed) == thread_id() {
-            let start = self.start_ns.load(Ordering::Relaxed);
-            self.site.store(0, Ordering::Relaxed);
-            // Release: the next reader that claims the slot sees `site` cleared.
-            self.start_ns.store(0, Ordering::Release);
-            raw::held(lock, 0, now_ns().saturating_sub(start));
-        }
+        when_recording(|| {
+            if self.site.load(Ordering::Relaxed) == thread_id() {
+                let start = self.start_ns.load(Ordering::Relaxed);
+                self.site.store(0, Ordering::Relaxed);
+                // Release: the next reader that claims the slot sees `site` cleared.
+                self.start_ns.store(0, Ordering::Release);
+                raw::held(lock, 0, now_ns().saturating_sub(start));
+            }
+        });
     }
 }
 
