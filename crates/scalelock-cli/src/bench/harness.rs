@@ -78,16 +78,23 @@ pub struct Worker<'a> {
     latency: Histogram<u64>,
 }
 
+/// The next number of the xorshift64* sequence whose state is `state` (non-zero), advancing it:
+/// the bench's one fast pseudo-random generator.
+#[inline]
+pub fn xorshift64star(state: &mut u64) -> u64 {
+    let mut x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
 impl Worker<'_> {
     /// A fast per-thread pseudo-random number (xorshift64*).
     #[inline]
     pub fn rand(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        xorshift64star(&mut self.rng)
     }
 
     /// True about once in `n` calls.

@@ -285,12 +285,7 @@ impl Local {
 
     /// The next number of this thread's sequence (xorshift64*).
     fn rand(&mut self) -> u64 {
-        let mut x = self.rng;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.rng = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        crate::bench::harness::xorshift64star(&mut self.rng)
     }
 }
 
