@@ -167,6 +167,7 @@ fn run_spec(spec: &str) -> Result<Measurement, String> {
         locks: Some(vec![lock.clone()]),
         threads: vec![trial.threads],
         quick: false,
+        default_sweep: false,
     };
     let point = w
         .plan(&sel)

@@ -336,6 +336,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         locks: opts.locks.clone(),
         threads: threads.clone(),
         quick: opts.quick,
+        default_sweep: opts.threads.is_none(),
     };
 
     let mut plan = Vec::new();

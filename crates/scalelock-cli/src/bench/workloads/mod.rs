@@ -165,6 +165,9 @@ pub struct Selection {
     pub threads: Vec<usize>,
     /// `--quick`: workloads with extra dimensions may thin them out.
     pub quick: bool,
+    /// `--threads` was not given: `threads` is the default sweep, and a workload may add thread
+    /// counts of its own (the mutex hammer's 64 threads).
+    pub default_sweep: bool,
 }
 
 impl Selection {
@@ -327,6 +330,7 @@ mod tests {
             locks: None,
             threads: vec![1, 2],
             quick: true,
+            default_sweep: false,
         };
         for w in all() {
             let points = w.plan(&sel);
@@ -410,6 +414,7 @@ mod tests {
                 locks: None,
                 threads: vec![3],
                 quick: true,
+                default_sweep: false,
             };
             for p in w.plan(&sel) {
                 let m = (p.run)(&trial(p.threads))
@@ -459,6 +464,7 @@ mod tests {
             locks: Some(vec!["std".into()]),
             threads: vec![1, 4],
             quick: true,
+            default_sweep: false,
         };
         for w in all() {
             for p in w.plan(&sel) {

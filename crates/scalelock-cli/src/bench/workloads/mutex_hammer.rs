@@ -20,6 +20,10 @@ pub struct MutexHammer;
 /// Words of the protected data (one cache line).
 pub(super) const WORDS: usize = 8;
 
+/// A thread count the default sweep adds (not `--quick`, not an explicit `--threads`): 64
+/// threads hammering one mutex is the case the oversubscription work is judged on.
+const EXTRA_THREADS: usize = 64;
+
 pub(super) struct HammerBench;
 
 struct Shared<M> {
@@ -65,7 +69,7 @@ impl Workload for MutexHammer {
         "Every thread locks one mutex in a loop, increments eight words (one cache line) and \
          unlocks, with nothing between acquisitions: a hot lock every thread funnels through \
          (a global counter, a free list). The worst case for hand-off and for spinning once \
-         threads outnumber CPUs."
+         threads outnumber CPUs. The default sweep adds 64 threads."
     }
 
     fn columns(&self) -> Vec<&'static str> {
@@ -73,9 +77,40 @@ impl Workload for MutexHammer {
     }
 
     fn plan(&self, sel: &Selection) -> Vec<Point> {
-        super::mutex_points(sel, locks::MUTEXES, HammerBench, sample_every_for(40))
+        let mut sel = sel.clone();
+        if sel.default_sweep && !sel.quick && !sel.threads.contains(&EXTRA_THREADS) {
+            sel.threads.push(EXTRA_THREADS);
+            sel.threads.sort_unstable();
+        }
+        super::mutex_points(&sel, locks::MUTEXES, HammerBench, sample_every_for(40))
             .into_iter()
             .map(|p| p.param("words", WORDS as u64))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn threads_planned(default_sweep: bool, quick: bool) -> Vec<usize> {
+        let sel = Selection {
+            locks: Some(vec!["std".into()]),
+            threads: vec![1, 128],
+            quick,
+            default_sweep,
+        };
+        MutexHammer.plan(&sel).iter().map(|p| p.threads).collect()
+    }
+
+    #[test]
+    fn default_sweep_adds_64_threads_in_order() {
+        assert_eq!(threads_planned(true, false), vec![1, EXTRA_THREADS, 128]);
+    }
+
+    #[test]
+    fn explicit_threads_and_quick_runs_get_what_they_asked() {
+        assert_eq!(threads_planned(false, false), vec![1, 128]);
+        assert_eq!(threads_planned(true, true), vec![1, 128]);
     }
 }
