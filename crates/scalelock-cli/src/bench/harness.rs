@@ -167,6 +167,105 @@ pub fn clock_overhead_ns() -> u64 {
         .unwrap_or(0)
 }
 
+/// Round trips [`line_round_trip_ns`] times, at most.
+const ROUND_TRIPS: u64 = 2_000;
+/// How long [`line_round_trip_ns`] may take.
+const ROUND_TRIP_LIMIT: Duration = Duration::from_millis(5);
+
+/// What passing one cache line from one CPU to another and back costs now, in ns: two threads,
+/// pinned to the first two CPUs the process may use, take turns incrementing one counter,
+/// [`ROUND_TRIPS`] times or for [`ROUND_TRIP_LIMIT`], whichever comes first. On a VM this moves
+/// with where the host places the virtual CPUs (a lock hand-off between CPUs costs about one
+/// round trip), so the bench measures it before every run and records it with the run: results
+/// that move with it moved with the machine, not with the lock. `None` with fewer than two
+/// usable CPUs, or when the threads could not be pinned or did not take turns at least 16
+/// times in the limit (other work held a CPU).
+pub fn line_round_trip_ns() -> Option<f64> {
+    let (a, b) = two_cpus()?;
+    let turn = CachePadded::new(AtomicU64::new(0));
+    let stop = AtomicU8::new(0);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        // The partner answers odd values with the next even one until told to stop.
+        let partner = s.spawn(|| {
+            if !pin_to(b) {
+                return false;
+            }
+            while stop.load(Ordering::Relaxed) == 0 {
+                let v = turn.load(Ordering::Acquire);
+                if v % 2 == 1 {
+                    turn.store(v + 1, Ordering::Release);
+                } else {
+                    std::hint::spin_loop();
+                }
+            }
+            true
+        });
+        let timer = s.spawn(|| {
+            if !pin_to(a) {
+                return None;
+            }
+            // The clock starts once the partner has answered (it may start late).
+            let mut first: Option<Instant> = None;
+            let mut trips = 0;
+            let mut spins = 0u32;
+            while trips < ROUND_TRIPS {
+                let v = turn.load(Ordering::Acquire);
+                if v.is_multiple_of(2) {
+                    if v / 2 > trips {
+                        trips = v / 2;
+                        if trips == 1 {
+                            first = Some(Instant::now());
+                        }
+                        continue;
+                    }
+                    turn.store(v + 1, Ordering::Release);
+                }
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(64) && start.elapsed() > ROUND_TRIP_LIMIT {
+                    break;
+                }
+                std::hint::spin_loop();
+            }
+            first.map(|t| (trips - 1, t.elapsed()))
+        });
+        let timed = timer.join().ok().flatten();
+        stop.store(1, Ordering::Relaxed);
+        let pinned = partner.join().unwrap_or(false);
+        match timed {
+            Some((n, t)) if pinned && n >= 16 => Some(t.as_nanos() as f64 / n as f64),
+            _ => None,
+        }
+    })
+}
+
+/// The first two CPUs this process may run on.
+fn two_cpus() -> Option<(usize, usize)> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; sched_getaffinity writes at most its size
+    // into it.
+    let set = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return None;
+        }
+        set
+    };
+    // SAFETY: CPU_ISSET reads the set for an index below CPU_SETSIZE.
+    let mut cpus = (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) });
+    Some((cpus.next()?, cpus.next()?))
+}
+
+/// Pins the calling thread to `cpu`; whether that worked.
+fn pin_to(cpu: usize) -> bool {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes bit `cpu` (below
+    // CPU_SETSIZE, from `two_cpus`); sched_setaffinity(0, ..) applies to the calling thread only.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0
+    }
+}
+
 /// User + system CPU time of the whole process.
 fn process_cpu() -> Duration {
     // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_SELF is always valid.
@@ -323,6 +422,19 @@ mod tests {
             warmup: Duration::from_millis(5),
             duration: Duration::from_millis(30),
             sample_every,
+        }
+    }
+
+    #[test]
+    fn round_trip_ends_in_its_time_limit() {
+        let t0 = Instant::now();
+        let rt = line_round_trip_ns();
+        // The probe stops itself at its limit, plus the partner's exit.
+        assert!(t0.elapsed() < ROUND_TRIP_LIMIT + Duration::from_secs(1));
+        if let Some(ns) = rt {
+            // At least 16 trips in a little over the limit; at least a store and a load each.
+            assert!(ns > 0.0, "{ns}");
+            assert!(ns < (t0.elapsed().as_nanos() / 16) as f64 + 1.0, "{ns}");
         }
     }
 

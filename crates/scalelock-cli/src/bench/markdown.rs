@@ -7,7 +7,7 @@
 
 use super::human_seconds;
 use super::output::{groups, is_own, own_series_of, verdict, Group, Run};
-use super::stats::{si, Ratio};
+use super::stats::{si, Ratio, Spread};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -22,6 +22,16 @@ fn cell(s: &str) -> String {
 }
 
 /// The results file's text.
+/// The spread of the round trips measured before the runs, if any were.
+fn round_trips(run: &Run) -> Option<Spread> {
+    let rts: Vec<f64> = run
+        .results
+        .iter()
+        .flat_map(|r| r.runs.iter().filter_map(|k| k.line_round_trip_ns))
+        .collect();
+    (!rts.is_empty()).then(|| Spread::of(&rts))
+}
+
 pub fn text(run: &Run) -> String {
     let m = &run.machine;
     let c = &run.config;
@@ -54,6 +64,14 @@ pub fn text(run: &Run) -> String {
         load(c.load_average[0]),
         load(c.load_average[1])
     );
+    if let Some(rt) = round_trips(run) {
+        let _ = writeln!(
+            out,
+            "| Cache-line round trip | {:.0} ns median over the runs ({:.0}–{:.0}), measured before \
+             each run (`runs[].line_round_trip_ns` in the JSON): where the host placed the CPUs |",
+            rt.median, rt.min, rt.max
+        );
+    }
     let _ = writeln!(
         out,
         "| Took | {} (estimated {}) |\n",
@@ -182,7 +200,7 @@ fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::output::tests::{record, run};
+    use crate::bench::output::tests::{record, record_runs, run};
 
     #[test]
     fn results_file_names_machine_commit_date_command_and_spreads() {
@@ -209,5 +227,22 @@ mod tests {
         );
         assert!(t.contains("ahead overall"), "{t}");
         assert!(t.contains("## w"), "{t}");
+        assert!(!t.contains("Cache-line round trip"), "{t}");
+    }
+
+    #[test]
+    fn header_gives_the_spread_of_the_measured_round_trips() {
+        let mut rs = vec![
+            record_runs("w", None, "scalelock", 2, &[200.0, 190.0, 210.0]),
+            record_runs("w", None, "std", 2, &[100.0, 90.0, 110.0]),
+        ];
+        for (k, ns) in rs[0].runs.iter_mut().zip([70.0, 300.0, 80.0]) {
+            k.line_round_trip_ns = Some(ns);
+        }
+        let t = text(&run(rs));
+        assert!(
+            t.contains("| Cache-line round trip | 80 ns median over the runs (70–300)"),
+            "{t}"
+        );
     }
 }

@@ -432,12 +432,14 @@ pub fn run(opts: &Options) -> Result<(), Error> {
             duration,
             sample_every: p.sample_every,
         };
+        let round_trip = harness::line_round_trip_ns();
         let run_started = std::time::Instant::now();
         match (p.run)(&trial) {
             Ok(m) => {
                 let mut rec = record(workload, p, &m, cpus);
                 for k in &mut rec.runs {
                     k.wall_s = run_started.elapsed().as_secs_f64();
+                    k.line_round_trip_ns = round_trip;
                 }
                 if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
                     eprintln!("{}", output::point_line(&rec));

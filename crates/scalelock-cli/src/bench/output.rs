@@ -720,6 +720,7 @@ pub(crate) mod tests {
                 total_ops: o as u64,
                 elapsed_s: 1.0,
                 wall_s: 1.1,
+                line_round_trip_ns: None,
             })
             .collect();
         r

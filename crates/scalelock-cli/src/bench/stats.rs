@@ -105,6 +105,10 @@ pub struct RunStats {
     /// and join (what the bench's time estimate models).
     #[serde(default)]
     pub wall_s: f64,
+    /// A cache line's round trip between two threads just before the run, ns (see
+    /// `harness::line_round_trip_ns`): where a VM's virtual CPUs were placed for this run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line_round_trip_ns: Option<f64>,
 }
 
 impl RunStats {
@@ -117,6 +121,7 @@ impl RunStats {
             total_ops: s.total_ops,
             elapsed_s,
             wall_s: 0.0,
+            line_round_trip_ns: None,
         }
     }
 }
