@@ -290,7 +290,9 @@ fn stress_timed_and_plain_lockers_mixed_lose_no_wakeup() {
 )]
 fn stress_every_thread_progresses_under_oversubscription() {
     // Bounded unfairness: with 64 threads on a few cores hammering one lock, starvation mode
-    // hands the lock to long waiters, so every thread gets it, repeatedly, within the run.
+    // hands the lock to long waiters, so every thread gets it, repeatedly, within the run. The
+    // run is measured in the CPU time the process gets, not in wall-clock time: a test process
+    // that other work starves of CPU (or that is stopped) must not read as an unfair lock.
     bounded(
         "fairness under oversubscription",
         Duration::from_secs(60),
@@ -313,20 +315,45 @@ fn stress_every_thread_progresses_under_oversubscription() {
                     })
                 })
                 .collect();
-            std::thread::sleep(Duration::from_millis(1500));
+            let least = || {
+                counts
+                    .iter()
+                    .map(|c| c.load(Ordering::Relaxed))
+                    .min()
+                    .unwrap()
+            };
+            // At least 3 s of CPU (about 1.5 s on two cores: the run must last, for starvation
+            // mode to matter), then until every thread got its 10 acquisitions, 6 s at most.
+            let cpu0 = process_cpu();
+            let budget = Duration::from_secs(6);
+            loop {
+                let used = process_cpu() - cpu0;
+                if used >= budget || (used >= Duration::from_secs(3) && least() >= 10) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
             stop.store(true, Ordering::Relaxed);
             for h in handles {
                 h.join().unwrap();
             }
-            let min = counts
-                .iter()
-                .map(|c| c.load(Ordering::Relaxed))
-                .min()
-                .unwrap();
+            let min = least();
             assert!(
                 min >= 10,
-                "a thread acquired the lock only {min} times in 1.5 s"
+                "a thread acquired the lock only {min} times in {budget:?} of the process's CPU time"
             );
         },
     );
+}
+
+/// User + system CPU time of this process so far.
+fn process_cpu() -> Duration {
+    // SAFETY: getrusage writes into the zeroed struct it is given; RUSAGE_SELF is always valid.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
 }
