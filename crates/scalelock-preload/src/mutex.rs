@@ -143,16 +143,20 @@ impl Mutex {
     /// out of line, so that the caller's frame stays small.
     #[inline]
     fn take(&self, caller: usize) {
-        if !self.raw.try_lock() {
+        if !self.raw.try_lock_idle() {
             self.take_contended(caller);
         }
         self.count_acquired(caller);
     }
 
+    /// The rest of [`take`](Self::take): a lock that is free but not idle (a woken thread left
+    /// its mark) is taken without counting a wait, as a plain `try_lock` would have taken it.
     #[cold]
     #[inline(never)]
     fn take_contended(&self, caller: usize) {
-        stats::waiting_at(caller, || self.raw.lock());
+        if !self.raw.try_lock() {
+            stats::waiting_at(caller, || self.raw.lock());
+        }
     }
 
     /// Counts an acquisition at `caller` and starts timing the hold, while lockstat records.
