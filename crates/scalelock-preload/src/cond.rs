@@ -122,6 +122,29 @@ unsafe fn route<'a>(c: *mut pthread_cond_t) -> Route<'a> {
     Route::Ours(cv)
 }
 
+/// Serves a call on `c`: `EINVAL` for a null pointer, `on_ours` where scalelock serves the
+/// condvar, `on_glibc` where glibc does, and `EAGAIN` where glibc serves it but cannot be called
+/// yet.
+///
+/// # Safety
+/// `c` is null or aligned and points at a live `pthread_cond_t`.
+#[inline(always)]
+unsafe fn serve(
+    c: *mut pthread_cond_t,
+    on_ours: impl FnOnce(&Cond) -> c_int,
+    on_glibc: impl FnOnce() -> c_int,
+) -> c_int {
+    if c.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: non-null, and otherwise the caller's promise.
+    match unsafe { route(c) } {
+        Route::Ours(cv) => on_ours(cv),
+        Route::Glibc => on_glibc(),
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
 impl Cond {
     fn clock(&self) -> Clock {
         if self.flags.load(Ordering::Relaxed) & MONOTONIC != 0 {
@@ -211,18 +234,16 @@ pub unsafe extern "C" fn pthread_cond_init(
 /// `c` points at an initialised `pthread_cond_t` on which no thread is blocked.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
-    if c.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(c) } {
-        Route::Ours(cv) => {
-            cv.destroy();
-            0
-        }
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::cond_destroy(c) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's condvar.
+    unsafe {
+        serve(
+            c,
+            |cv| {
+                cv.destroy();
+                0
+            },
+            || real::cond_destroy(c),
+        )
     }
 }
 
@@ -479,18 +500,16 @@ entry_in_c! {
 /// `c` points at an initialised `pthread_cond_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
-    if c.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(c) } {
-        Route::Ours(cv) => {
-            cv.wake(1);
-            0
-        }
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::cond_signal(c) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's condvar.
+    unsafe {
+        serve(
+            c,
+            |cv| {
+                cv.wake(1);
+                0
+            },
+            || real::cond_signal(c),
+        )
     }
 }
 
@@ -500,17 +519,15 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
 /// `c` points at an initialised `pthread_cond_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
-    if c.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(c) } {
-        Route::Ours(cv) => {
-            cv.wake(u32::MAX);
-            0
-        }
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::cond_broadcast(c) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's condvar.
+    unsafe {
+        serve(
+            c,
+            |cv| {
+                cv.wake(u32::MAX);
+                0
+            },
+            || real::cond_broadcast(c),
+        )
     }
 }

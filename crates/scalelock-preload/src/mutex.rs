@@ -133,6 +133,33 @@ pub(crate) unsafe fn served_by_glibc(m: *mut pthread_mutex_t) -> bool {
     mx.kind.load(Ordering::Relaxed) & GLIBC_ONLY != 0
 }
 
+/// Serves a call on `m`: `EINVAL` for a null pointer, `on_ours` where scalelock serves the mutex
+/// (the fast check of [`ours`] first), `on_glibc` where glibc does, and `EAGAIN` where glibc
+/// serves it but cannot be called yet.
+///
+/// # Safety
+/// `m` is null or aligned and points at a live `pthread_mutex_t`.
+#[inline(always)]
+unsafe fn serve(
+    m: *mut pthread_mutex_t,
+    on_ours: impl FnOnce(&Mutex, i32) -> c_int,
+    on_glibc: impl FnOnce() -> c_int,
+) -> c_int {
+    if m.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: non-null, and otherwise the caller's promise.
+    if let Some((mx, ty)) = unsafe { ours(m) } {
+        return on_ours(mx, ty);
+    }
+    // SAFETY: as above.
+    match unsafe { route(m) } {
+        Route::Ours(mx, ty) => on_ours(mx, ty),
+        Route::Glibc => on_glibc(),
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
 impl Mutex {
     fn addr(&self) -> usize {
         self as *const Mutex as usize
@@ -143,16 +170,20 @@ impl Mutex {
     /// out of line, so that the caller's frame stays small.
     #[inline]
     fn take(&self, caller: usize) {
-        if !self.raw.try_lock() {
+        if !self.raw.try_lock_idle() {
             self.take_contended(caller);
         }
         self.count_acquired(caller);
     }
 
+    /// The rest of [`take`](Self::take): a lock that is free but not idle (a woken thread left
+    /// its mark) is taken without counting a wait, as a plain `try_lock` would have taken it.
     #[cold]
     #[inline(never)]
     fn take_contended(&self, caller: usize) {
-        stats::waiting_at(caller, || self.raw.lock());
+        if !self.raw.try_lock() {
+            stats::waiting_at(caller, || self.raw.lock());
+        }
     }
 
     /// Counts an acquisition at `caller` and starts timing the hold, while lockstat records.
@@ -413,21 +444,13 @@ pub unsafe extern "C" fn pthread_mutex_init(
 /// `m` points at an initialised `pthread_mutex_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
-    if m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(m) } {
-        Route::Ours(mx, _) => {
-            if mx.raw.is_locked() {
-                libc::EBUSY
-            } else {
-                0
-            }
-        }
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::mutex_destroy(m) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's mutex.
+    unsafe {
+        serve(
+            m,
+            |mx, _| if mx.raw.is_locked() { libc::EBUSY } else { 0 },
+            || real::mutex_destroy(m),
+        )
     }
 }
 
@@ -444,20 +467,8 @@ entry_with_caller! {
 /// # Safety
 /// As for [`pthread_mutex_lock`].
 unsafe extern "C" fn mutex_lock_from(m: *mut pthread_mutex_t, caller: usize) -> c_int {
-    if m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    if let Some((mx, ty)) = unsafe { ours(m) } {
-        return mx.lock(ty, caller);
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(m) } {
-        Route::Ours(mx, ty) => mx.lock(ty, caller),
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::mutex_lock(m) },
-        Route::Unavailable => libc::EAGAIN,
-    }
+    // SAFETY: the caller's promise; glibc's gets the caller's mutex.
+    unsafe { serve(m, |mx, ty| mx.lock(ty, caller), || real::mutex_lock(m)) }
 }
 
 entry_with_caller! {
@@ -473,19 +484,13 @@ entry_with_caller! {
 /// # Safety
 /// As for [`pthread_mutex_trylock`].
 unsafe extern "C" fn mutex_trylock_from(m: *mut pthread_mutex_t, caller: usize) -> c_int {
-    if m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    if let Some((mx, ty)) = unsafe { ours(m) } {
-        return mx.try_lock(ty, caller);
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(m) } {
-        Route::Ours(mx, ty) => mx.try_lock(ty, caller),
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::mutex_trylock(m) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's mutex.
+    unsafe {
+        serve(
+            m,
+            |mx, ty| mx.try_lock(ty, caller),
+            || real::mutex_trylock(m),
+        )
     }
 }
 
@@ -507,15 +512,13 @@ unsafe extern "C" fn mutex_timedlock_from(
     abstime: *const timespec,
     caller: usize,
 ) -> c_int {
-    if m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(m) } {
-        Route::Ours(mx, ty) => mx.lock_until(ty, Clock::Realtime, abstime, caller),
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::mutex_timedlock(m, abstime) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            m,
+            |mx, ty| mx.lock_until(ty, Clock::Realtime, abstime, caller),
+            || real::mutex_timedlock(m, abstime),
+        )
     }
 }
 
@@ -562,18 +565,16 @@ unsafe extern "C" fn mutex_clocklock_from(
     abstime: *const timespec,
     caller: usize,
 ) -> c_int {
-    if m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(m) } {
-        Route::Ours(mx, ty) => match clock_of(clockid) {
-            Some(clock) => mx.lock_until(ty, clock, abstime, caller),
-            None => libc::EINVAL,
-        },
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::mutex_clocklock(m, clockid, abstime) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            m,
+            |mx, ty| match clock_of(clockid) {
+                Some(clock) => mx.lock_until(ty, clock, abstime, caller),
+                None => libc::EINVAL,
+            },
+            || real::mutex_clocklock(m, clockid, abstime),
+        )
     }
 }
 
@@ -583,20 +584,8 @@ unsafe extern "C" fn mutex_clocklock_from(
 /// `m` points at an initialised `pthread_mutex_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
-    if m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    if let Some((mx, ty)) = unsafe { ours(m) } {
-        return mx.unlock(ty);
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(m) } {
-        Route::Ours(mx, ty) => mx.unlock(ty),
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::mutex_unlock(m) },
-        Route::Unavailable => libc::EAGAIN,
-    }
+    // SAFETY: the caller's promise; glibc's gets the caller's mutex.
+    unsafe { serve(m, |mx, ty| mx.unlock(ty), || real::mutex_unlock(m)) }
 }
 
 // The names older binaries (and some libraries' internal PLT calls) still use.

@@ -111,6 +111,33 @@ unsafe fn route<'a>(l: *mut pthread_rwlock_t) -> Route<'a> {
     Route::Ours(rw)
 }
 
+/// Serves a call on `l`: `EINVAL` for a null pointer, `on_ours` where scalelock serves the lock
+/// (the fast check of [`ours`] first), `on_glibc` where glibc does, and `EAGAIN` where glibc
+/// serves it but cannot be called yet.
+///
+/// # Safety
+/// `l` is null or aligned and points at a live `pthread_rwlock_t`.
+#[inline(always)]
+unsafe fn serve(
+    l: *mut pthread_rwlock_t,
+    on_ours: impl FnOnce(&RwLock) -> c_int,
+    on_glibc: impl FnOnce() -> c_int,
+) -> c_int {
+    if l.is_null() {
+        return libc::EINVAL;
+    }
+    // SAFETY: non-null, and otherwise the caller's promise.
+    if let Some(rw) = unsafe { ours(l) } {
+        return on_ours(rw);
+    }
+    // SAFETY: as above.
+    match unsafe { route(l) } {
+        Route::Ours(rw) => on_ours(rw),
+        Route::Glibc => on_glibc(),
+        Route::Unavailable => libc::EAGAIN,
+    }
+}
+
 /// Reads the optional timespec of a timed call on `clock` (`None`: untimed).
 enum Wait {
     Forever,
@@ -189,6 +216,25 @@ impl RwLock {
 
     fn try_write(&self) -> bool {
         self.raw.try_lock_exclusive()
+    }
+
+    /// `pthread_rwlock_tryrdlock` on this lock: 0, counted at `caller`, or `EBUSY`.
+    fn tryrdlock(&self, caller: usize) -> c_int {
+        if !self.try_read() {
+            return libc::EBUSY;
+        }
+        self.count_read(caller);
+        0
+    }
+
+    /// `pthread_rwlock_trywrlock` on this lock: 0, counted at `caller`, or `EBUSY`.
+    fn trywrlock(&self, caller: usize) -> c_int {
+        if !self.try_write() {
+            return libc::EBUSY;
+        }
+        self.count_write(caller);
+        self.writer.store(me(), Ordering::Relaxed);
+        0
     }
 
     /// # Safety
@@ -361,16 +407,8 @@ pub unsafe extern "C" fn pthread_rwlock_init(
 /// `l` points at an initialised `pthread_rwlock_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        Route::Ours(_) => 0,
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_destroy(l) },
-        Route::Unavailable => libc::EAGAIN,
-    }
+    // SAFETY: the caller's promise; glibc's gets the caller's lock.
+    unsafe { serve(l, |_| 0, || real::rwlock_destroy(l)) }
 }
 
 entry_with_caller! {
@@ -386,21 +424,13 @@ entry_with_caller! {
 /// # Safety
 /// As for [`pthread_rwlock_rdlock`].
 unsafe extern "C" fn rwlock_rdlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    if let Some(rw) = unsafe { ours(l) } {
-        // SAFETY: no timespec.
-        return unsafe { rw.read(None, core::ptr::null(), caller) };
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        // SAFETY: no timespec.
-        Route::Ours(rw) => unsafe { rw.read(None, core::ptr::null(), caller) },
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_rdlock(l) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise (and no timespec for ours); glibc's gets the caller's lock.
+    unsafe {
+        serve(
+            l,
+            |rw| rw.read(None, core::ptr::null(), caller),
+            || real::rwlock_rdlock(l),
+        )
     }
 }
 
@@ -417,20 +447,8 @@ entry_with_caller! {
 /// # Safety
 /// As for [`pthread_rwlock_tryrdlock`].
 unsafe extern "C" fn rwlock_tryrdlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        Route::Ours(rw) if rw.try_read() => {
-            rw.count_read(caller);
-            0
-        }
-        Route::Ours(_) => libc::EBUSY,
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_tryrdlock(l) },
-        Route::Unavailable => libc::EAGAIN,
-    }
+    // SAFETY: the caller's promise; glibc's gets the caller's lock.
+    unsafe { serve(l, |rw| rw.tryrdlock(caller), || real::rwlock_tryrdlock(l)) }
 }
 
 entry_with_caller! {
@@ -450,16 +468,13 @@ unsafe extern "C" fn rwlock_timedrdlock_from(
     abstime: *const timespec,
     caller: usize,
 ) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        // SAFETY: the caller's promise.
-        Route::Ours(rw) => unsafe { rw.read(Some(Clock::Realtime), abstime, caller) },
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_timedrdlock(l, abstime) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            l,
+            |rw| rw.read(Some(Clock::Realtime), abstime, caller),
+            || real::rwlock_timedrdlock(l, abstime),
+        )
     }
 }
 
@@ -481,19 +496,16 @@ unsafe extern "C" fn rwlock_clockrdlock_from(
     abstime: *const timespec,
     caller: usize,
 ) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        Route::Ours(rw) => match clock_of(clockid) {
-            // SAFETY: the caller's promise.
-            Some(c) => unsafe { rw.read(Some(c), abstime, caller) },
-            None => libc::EINVAL,
-        },
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_clockrdlock(l, clockid, abstime) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            l,
+            |rw| match clock_of(clockid) {
+                Some(c) => rw.read(Some(c), abstime, caller),
+                None => libc::EINVAL,
+            },
+            || real::rwlock_clockrdlock(l, clockid, abstime),
+        )
     }
 }
 
@@ -510,21 +522,13 @@ entry_with_caller! {
 /// # Safety
 /// As for [`pthread_rwlock_wrlock`].
 unsafe extern "C" fn rwlock_wrlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    if let Some(rw) = unsafe { ours(l) } {
-        // SAFETY: no timespec.
-        return unsafe { rw.write(None, core::ptr::null(), caller) };
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        // SAFETY: no timespec.
-        Route::Ours(rw) => unsafe { rw.write(None, core::ptr::null(), caller) },
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_wrlock(l) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise (and no timespec for ours); glibc's gets the caller's lock.
+    unsafe {
+        serve(
+            l,
+            |rw| rw.write(None, core::ptr::null(), caller),
+            || real::rwlock_wrlock(l),
+        )
     }
 }
 
@@ -541,21 +545,8 @@ entry_with_caller! {
 /// # Safety
 /// As for [`pthread_rwlock_trywrlock`].
 unsafe extern "C" fn rwlock_trywrlock_from(l: *mut pthread_rwlock_t, caller: usize) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        Route::Ours(rw) if rw.try_write() => {
-            rw.count_write(caller);
-            rw.writer.store(me(), Ordering::Relaxed);
-            0
-        }
-        Route::Ours(_) => libc::EBUSY,
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_trywrlock(l) },
-        Route::Unavailable => libc::EAGAIN,
-    }
+    // SAFETY: the caller's promise; glibc's gets the caller's lock.
+    unsafe { serve(l, |rw| rw.trywrlock(caller), || real::rwlock_trywrlock(l)) }
 }
 
 entry_with_caller! {
@@ -575,16 +566,13 @@ unsafe extern "C" fn rwlock_timedwrlock_from(
     abstime: *const timespec,
     caller: usize,
 ) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        // SAFETY: the caller's promise.
-        Route::Ours(rw) => unsafe { rw.write(Some(Clock::Realtime), abstime, caller) },
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_timedwrlock(l, abstime) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            l,
+            |rw| rw.write(Some(Clock::Realtime), abstime, caller),
+            || real::rwlock_timedwrlock(l, abstime),
+        )
     }
 }
 
@@ -606,19 +594,16 @@ unsafe extern "C" fn rwlock_clockwrlock_from(
     abstime: *const timespec,
     caller: usize,
 ) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        Route::Ours(rw) => match clock_of(clockid) {
-            // SAFETY: the caller's promise.
-            Some(c) => unsafe { rw.write(Some(c), abstime, caller) },
-            None => libc::EINVAL,
-        },
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_clockwrlock(l, clockid, abstime) },
-        Route::Unavailable => libc::EAGAIN,
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            l,
+            |rw| match clock_of(clockid) {
+                Some(c) => rw.write(Some(c), abstime, caller),
+                None => libc::EINVAL,
+            },
+            || real::rwlock_clockwrlock(l, clockid, abstime),
+        )
     }
 }
 
@@ -628,20 +613,8 @@ unsafe extern "C" fn rwlock_clockwrlock_from(
 /// `l` points at an initialised `pthread_rwlock_t` the caller holds.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: the caller's promise.
-    if let Some(rw) = unsafe { ours(l) } {
-        return rw.unlock();
-    }
-    // SAFETY: the caller's promise.
-    match unsafe { route(l) } {
-        Route::Ours(rw) => rw.unlock(),
-        // SAFETY: pass-through.
-        Route::Glibc => unsafe { real::rwlock_unlock(l) },
-        Route::Unavailable => libc::EAGAIN,
-    }
+    // SAFETY: the caller's promise; glibc's gets the caller's lock.
+    unsafe { serve(l, |rw| rw.unlock(), || real::rwlock_unlock(l)) }
 }
 
 // The names older binaries still use.

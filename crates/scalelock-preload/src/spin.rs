@@ -38,6 +38,34 @@ fn glibc() -> bool {
     mode() == Mode::Glibc && real::available()
 }
 
+/// Serves a call on `s`: `EINVAL` for a null pointer, `on_glibc` where glibc serves spinlocks,
+/// `on_ours` with the lock word otherwise.
+///
+/// # Safety
+/// `s` is null or aligned and points at a live `pthread_spinlock_t`.
+#[inline(always)]
+unsafe fn serve(
+    s: *mut pthread_spinlock_t,
+    on_ours: impl FnOnce(&AtomicI32) -> c_int,
+    on_glibc: impl FnOnce() -> c_int,
+) -> c_int {
+    if s.is_null() {
+        return libc::EINVAL;
+    }
+    if glibc() {
+        return on_glibc();
+    }
+    // SAFETY: non-null, and otherwise the caller's promise.
+    on_ours(unsafe { word(s) })
+}
+
+/// Frees the word: `pthread_spin_init` and `pthread_spin_unlock` on scalelock's side.
+#[inline]
+fn set_free(w: &AtomicI32) -> c_int {
+    w.store(0, Ordering::Release);
+    0
+}
+
 #[inline]
 fn try_take(w: &AtomicI32) -> bool {
     w.load(Ordering::Relaxed) == 0
@@ -73,16 +101,8 @@ fn lock_slow(w: &AtomicI32) {
 /// `s` points at writable memory for a `pthread_spinlock_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_init(s: *mut pthread_spinlock_t, pshared: c_int) -> c_int {
-    if s.is_null() {
-        return libc::EINVAL;
-    }
-    if glibc() {
-        // SAFETY: pass-through.
-        return unsafe { real::spin_init(s, pshared) };
-    }
-    // SAFETY: the caller's promise.
-    unsafe { word(s) }.store(0, Ordering::Release);
-    0
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe { serve(s, set_free, || real::spin_init(s, pshared)) }
 }
 
 /// `pthread_spin_destroy`.
@@ -91,14 +111,8 @@ pub unsafe extern "C" fn pthread_spin_init(s: *mut pthread_spinlock_t, pshared: 
 /// `s` points at an initialised `pthread_spinlock_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_destroy(s: *mut pthread_spinlock_t) -> c_int {
-    if s.is_null() {
-        return libc::EINVAL;
-    }
-    if glibc() {
-        // SAFETY: pass-through.
-        return unsafe { real::spin_destroy(s) };
-    }
-    0
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe { serve(s, |_| 0, || real::spin_destroy(s)) }
 }
 
 /// `pthread_spin_lock`.
@@ -107,21 +121,21 @@ pub unsafe extern "C" fn pthread_spin_destroy(s: *mut pthread_spinlock_t) -> c_i
 /// `s` points at an initialised `pthread_spinlock_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_lock(s: *mut pthread_spinlock_t) -> c_int {
-    if s.is_null() {
-        return libc::EINVAL;
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            s,
+            |w| {
+                if w.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_err()
+                {
+                    lock_slow(w);
+                }
+                0
+            },
+            || real::spin_lock(s),
+        )
     }
-    if glibc() {
-        // SAFETY: pass-through.
-        return unsafe { real::spin_lock(s) };
-    }
-    // SAFETY: the caller's promise.
-    let w = unsafe { word(s) };
-    if w.compare_exchange_weak(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_err()
-    {
-        lock_slow(w);
-    }
-    0
 }
 
 /// `pthread_spin_trylock`: `EBUSY` if held.
@@ -130,21 +144,16 @@ pub unsafe extern "C" fn pthread_spin_lock(s: *mut pthread_spinlock_t) -> c_int 
 /// `s` points at an initialised `pthread_spinlock_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_trylock(s: *mut pthread_spinlock_t) -> c_int {
-    if s.is_null() {
-        return libc::EINVAL;
-    }
-    if glibc() {
-        // SAFETY: pass-through.
-        return unsafe { real::spin_trylock(s) };
-    }
-    // SAFETY: the caller's promise.
-    let w = unsafe { word(s) };
-    if w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
-        .is_ok()
-    {
-        0
-    } else {
-        libc::EBUSY
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe {
+        serve(
+            s,
+            |w| match w.compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) => 0,
+                Err(_) => libc::EBUSY,
+            },
+            || real::spin_trylock(s),
+        )
     }
 }
 
@@ -154,14 +163,6 @@ pub unsafe extern "C" fn pthread_spin_trylock(s: *mut pthread_spinlock_t) -> c_i
 /// `s` points at an initialised `pthread_spinlock_t` the caller holds.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_spin_unlock(s: *mut pthread_spinlock_t) -> c_int {
-    if s.is_null() {
-        return libc::EINVAL;
-    }
-    if glibc() {
-        // SAFETY: pass-through.
-        return unsafe { real::spin_unlock(s) };
-    }
-    // SAFETY: the caller's promise.
-    unsafe { word(s) }.store(0, Ordering::Release);
-    0
+    // SAFETY: the caller's promise; glibc's gets the caller's arguments.
+    unsafe { serve(s, set_free, || real::spin_unlock(s)) }
 }

@@ -128,17 +128,12 @@ impl RawMutex {
     }
 
     /// Acquires the mutex if it is free, without waiting.
+    ///
+    /// It looks before it writes: on a held lock it only reads the state word, so a thread that
+    /// polls `try_lock` does not take the holder's cache line away on every poll.
     #[inline]
     pub fn try_lock(&self) -> bool {
-        // The common case first: a free lock with no flag set is one compare-exchange.
-        let mut s =
-            match self
-                .state
-                .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(current) => current,
-            };
+        let mut s = self.state.load(Ordering::Relaxed);
         loop {
             if s & LOCKED != 0 {
                 return false;
@@ -153,6 +148,34 @@ impl RawMutex {
                 Err(current) => s = current,
             }
         }
+    }
+
+    /// Acquires the mutex if it is idle (free, with no waiter flag set), with a single
+    /// compare-exchange and no look first; false in every other state, including a free lock
+    /// that a woken thread has marked.
+    ///
+    /// It is the first step of a caller that waits when it fails (as [`lock`](Self::lock)'s own
+    /// fast path): there the write a failed compare-exchange makes costs nothing extra. A thread
+    /// that polls should call [`try_lock`](Self::try_lock), which reads a held lock without
+    /// writing it.
+    ///
+    /// ```
+    /// use lock_api::RawMutex as _;
+    /// use scalelock::RawMutex;
+    ///
+    /// static RAW: RawMutex = RawMutex::INIT;
+    /// if !RAW.try_lock_idle() {
+    ///     RAW.lock(); // the waiting path
+    /// }
+    /// assert!(!RAW.try_lock_idle());
+    /// // SAFETY: locked just above by this thread.
+    /// unsafe { RAW.unlock() };
+    /// ```
+    #[inline]
+    pub fn try_lock_idle(&self) -> bool {
+        self.state
+            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
     }
 
     /// Acquires the mutex, giving up at `deadline`; returns whether it was acquired.
