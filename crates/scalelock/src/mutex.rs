@@ -241,16 +241,6 @@ impl RawMutex {
         self.lock_slow(None, true);
     }
 
-    /// Lockstat: the fast path of `lock` alone (one compare-exchange); the `Mutex` wrapper calls
-    /// it with recording on and enters the contended path itself, naming its caller first.
-    #[cfg(all(feature = "lockstat", not(loom)))]
-    #[inline]
-    pub(crate) fn try_lock_fast(&self) -> bool {
-        self.state
-            .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    }
-
     /// The futex word, the target of a condvar's requeue.
     pub(crate) fn futex_word(&self) -> &AtomicU32 {
         &self.state

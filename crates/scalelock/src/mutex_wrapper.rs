@@ -156,9 +156,11 @@ impl<T: ?Sized> Mutex<T> {
     fn lock_recorded(&self, caller: &'static Location<'static>) -> MutexGuard<'_, T> {
         let raw = self.raw_mutex();
         let site = table::site_of_location(caller);
-        if !raw.try_lock_fast() {
-            // Contended (or a spurious compare-exchange failure): let the raw lock's slow path
-            // know who is waiting.
+        // The fast path of `lock` alone; with recording on, the contended path is entered here,
+        // naming the caller first.
+        if !raw.try_lock_idle() {
+            // Contended (or free with a waiter's flag set): let the raw lock's slow path know who
+            // is waiting.
             hook::with_site(site, || lock_api::RawMutex::lock(raw));
         }
         self.acquired(raw, site);
