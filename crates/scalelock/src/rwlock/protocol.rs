@@ -275,53 +275,32 @@ impl RawRwLock {
     /// Takes a read lock if that needs no waiting.
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
-        let ok = self.try_take(|s| read_admits(s, false));
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(read_admits, Wait::No, true)
     }
 
     /// Takes a read lock, giving up at `deadline`; returns whether it was taken.
     #[inline]
     pub fn try_lock_shared_until(&self, deadline: &Deadline) -> bool {
-        let ok = self.try_take(|s| read_admits(s, false))
-            || self.wait_parked(Some(deadline), read_admits, true);
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(read_admits, Wait::Until(deadline), true)
     }
 
     /// Takes a read lock whenever no writer *holds* the lock, even while writers wait: a thread
     /// that already reads may always read again.
     #[inline]
     pub fn lock_shared_recursive(&self) {
-        if !self.try_take(|s| read_admits(s, true)) {
-            self.wait_parked(None, |s, _| read_admits(s, true), false);
-        }
-        super::held::note_acquire(self);
+        self.acquire_shared(recursive_admits, Wait::Forever, false);
     }
 
     /// Takes a recursive read lock if no writer holds the lock.
     #[inline]
     pub fn try_lock_shared_recursive(&self) -> bool {
-        let ok = self.try_take(|s| read_admits(s, true));
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(recursive_admits, Wait::No, false)
     }
 
     /// Takes a recursive read lock, giving up at `deadline`.
     #[inline]
     pub fn try_lock_shared_recursive_until(&self, deadline: &Deadline) -> bool {
-        let ok = self.try_take(|s| read_admits(s, true))
-            || self.wait_parked(Some(deadline), |s, _| read_admits(s, true), false);
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(recursive_admits, Wait::Until(deadline), false)
     }
 
     /// Releases a read lock.
@@ -405,31 +384,19 @@ impl RawRwLock {
     /// upgradable readers.
     #[inline]
     pub fn lock_upgradable(&self) {
-        if !self.try_take(|s| upgradable_admits(s, false)) {
-            self.wait_parked(None, upgradable_admits, true);
-        }
-        super::held::note_acquire(self);
+        self.acquire_shared(upgradable_admits, Wait::Forever, true);
     }
 
     /// Takes an upgradable read lock if that needs no waiting.
     #[inline]
     pub fn try_lock_upgradable(&self) -> bool {
-        let ok = self.try_take(|s| upgradable_admits(s, false));
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(upgradable_admits, Wait::No, true)
     }
 
     /// Takes an upgradable read lock, giving up at `deadline`.
     #[inline]
     pub fn try_lock_upgradable_until(&self, deadline: &Deadline) -> bool {
-        let ok = self.try_take(|s| upgradable_admits(s, false))
-            || self.wait_parked(Some(deadline), upgradable_admits, true);
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(upgradable_admits, Wait::Until(deadline), true)
     }
 
     /// Releases an upgradable read lock.
@@ -585,6 +552,29 @@ impl RawRwLock {
     // -----------------------------------------------------------------------------------------
     // Slow paths
     // -----------------------------------------------------------------------------------------
+
+    /// A shared acquisition (plain, recursive or upgradable read): `take(s, entitled)` (as in
+    /// `wait_parked`) first without waiting, then on the slow path as far as `wait` allows;
+    /// notes the lock in the debug builds' table of held read locks if taken. `plain` marks a
+    /// non-recursive read (see `wait_parked`).
+    #[inline]
+    fn acquire_shared(
+        &self,
+        take: impl Fn(u32, bool) -> Option<u32> + Copy,
+        wait: Wait<'_>,
+        plain: bool,
+    ) -> bool {
+        let ok = self.try_take(|s| take(s, false))
+            || match wait {
+                Wait::No => false,
+                Wait::Until(deadline) => self.wait_parked(Some(deadline), take, plain),
+                Wait::Forever => self.wait_parked(None, take, plain),
+            };
+        if ok {
+            super::held::note_acquire(self);
+        }
+        ok
+    }
 
     /// One attempt loop without waiting: applies `take` (the new state, if the lock may be taken
     /// from `s`) with compare-exchange until it succeeds or refuses.
@@ -991,6 +981,24 @@ fn read_admits(s: u32, privileged: bool) -> Option<u32> {
     } else {
         None
     }
+}
+
+/// New state for a recursive reader taking the lock from `s`, if it may: whenever no writer
+/// holds it, entitled or not.
+#[inline]
+fn recursive_admits(s: u32, _entitled: bool) -> Option<u32> {
+    read_admits(s, true)
+}
+
+/// How far a shared acquisition may wait (see `RawRwLock::acquire_shared`).
+#[derive(Clone, Copy)]
+enum Wait<'a> {
+    /// Not at all: a `try_` acquisition.
+    No,
+    /// Until the deadline passes.
+    Until(&'a Deadline),
+    /// Until it gets the lock.
+    Forever,
 }
 
 /// New state for an upgradable reader taking the lock from `s`, if it may.
