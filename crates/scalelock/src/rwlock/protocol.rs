@@ -5,10 +5,12 @@
 //! Four 32-bit words: the futex **state word**, a futex **writer sequence** that writers sleep
 //! on, the lock's [`SpinEstimate`], and a count of the writers sleeping on the sequence (which
 //! only spares wakers a system call when there is nobody to wake). Everything about who holds
-//! the lock and who waits is in the state word, so every decision is one compare-exchange on it:
+//! the lock and who waits is in the state word, so every decision is one atomic operation on it:
 //!
-//! - an uncontended `read` is one compare-exchange (`count += 1`) and its unlock one
-//!   `fetch_sub`: the same two atomic operations as a [`Mutex`](crate::Mutex) lock + unlock;
+//! - an uncontended `read` is a load and one `fetch_add` (`count += 1`, then a look at what it
+//!   found; a reader that may not enter takes itself out again) and its unlock one `fetch_sub`:
+//!   the same two atomic operations as a [`Mutex`](crate::Mutex) lock + unlock, and neither
+//!   fails when other readers come and go, as a compare-exchange would;
 //! - an uncontended `write` is one compare-exchange (`0 -> WRITER`) and its unlock another.
 //!
 //! Only on conflict does a thread go to the wait layer: it spins (calibrated, learned budget,
@@ -66,7 +68,9 @@
 //!  +--------------------+-----+--------+---------+--------+-----------+----------+----------+------+
 //!  | READERS: read locks|DRAIN| WRITER_|  TURN   | WRITER | UPGRADABLE| READ_TURN| WRITERS_ |PARKED|
 //!  | held (21 bits; an  |     | WOKEN  | (4 bits)|        |           |          | WAITING  |      |
-//!  | upgradable counts) |     |        |         |        |           |          |          |      |
+//!  | upgradable counts; |     |        |         |        |           |          |          |      |
+//!  | so does a reader   |     |        |         |        |           |          |          |      |
+//!  | backing out)       |     |        |         |        |           |          |          |      |
 //!  +--------------------+-----+--------+---------+--------+-----------+----------+----------+------+
 //!
 //!  PARKED           readers or upgradable readers may sleep on the state word: whoever makes the
@@ -78,14 +82,14 @@
 //!  READ_TURN        a write unlock handed the lock to the readers it woke: no writer may take it
 //!                   until the reader count drops to zero
 //!  UPGRADABLE       an upgradable reader holds the lock (it is also counted in READERS)
-//!  WRITER           a writer holds the lock (READERS is then zero)
+//!  WRITER           a writer holds the lock (READERS then counts only readers backing out)
 //!  TURN             advanced (wrapping) whenever a writer hands the lock to parked readers
 //!  WRITER_WOKEN     a release woke one writer, which has not yet taken the lock or gone back to
 //!                   sleep: releases leave the lock to it and wake nobody; a writer back from
 //!                   sleep clears it when it takes the lock, sleeps again or gives up
 //!
 //!  who                        may take the lock when
-//!  read                       !WRITER && !DRAIN
+//!  read                       !WRITER && !DRAIN  (and READERS below READERS_CAP)
 //!  read, entitled             !WRITER        (parked before TURN last moved: its turn)
 //!  read_recursive             !WRITER
 //!  upgradable_read            as read, and !UPGRADABLE
@@ -93,7 +97,10 @@
 //!  upgrade (holds UPGRADABLE) READERS == 1
 //!
 //!  transitions (fast paths are single atomic operations on the word)
-//!  s --------------------------> s + 1 reader            read (CAS)
+//!  s --------------------------> s + 1 reader            read, read_recursive (fetch_add); if
+//!                                                        s keeps it out (WRITER, or DRAIN for
+//!                                                        a plain read), back out at once (as
+//!                                                        an unlock) and wait; others: CAS
 //!  s --------------------------> s - 1 reader            read unlock (fetch_sub); if that was
 //!                                                        the last reader and someone waits, the
 //!                                                        leaver runs `wake_after_release`
@@ -184,10 +191,17 @@ fn next_turn(s: u32) -> u32 {
     (s & !TURN_MASK) | (s.wrapping_add(TURN_ONE) & TURN_MASK)
 }
 
-/// True if one more reader would overflow the count (only reachable with leaked guards).
+/// The most read locks the lock admits at once: half what the count can hold. A reader's fast
+/// path adds itself to the count before it looks (see `count_in`), and backs out if the count
+/// was at the cap: the half above the cap holds those passing readers, so the count cannot wrap
+/// around unless 2^20 threads are between their add and their back-out at the same moment.
+const READERS_CAP: u32 = 1 << 20;
+
+/// True if the count has reached its cap (only reachable with leaked guards): one more reader
+/// must wait for one to leave.
 #[inline]
 fn readers_full(s: u32) -> bool {
-    s & READERS_MASK == READERS_MASK
+    readers(s) >= READERS_CAP
 }
 
 /// The raw reader-writer lock: 16 bytes, `const`-constructible, implementing every lock_api
@@ -259,14 +273,7 @@ impl RawRwLock {
     /// waits: that would deadlock; use [`lock_shared_recursive`](Self::lock_shared_recursive).
     #[inline]
     pub fn lock_shared(&self) {
-        let s = self.state.load(Ordering::Relaxed);
-        if s & READ_SLOW != 0
-            || readers_full(s)
-            || self
-                .state
-                .compare_exchange_weak(s, s + ONE_READER, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
+        if !self.count_in(READ_SLOW) {
             self.wait_parked(None, read_admits, true);
         }
         super::held::note_acquire(self);
@@ -275,30 +282,21 @@ impl RawRwLock {
     /// Takes a read lock if that needs no waiting.
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
-        let ok = self.try_take(|s| read_admits(s, false));
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(read_admits, Wait::No, true)
     }
 
     /// Takes a read lock, giving up at `deadline`; returns whether it was taken.
     #[inline]
     pub fn try_lock_shared_until(&self, deadline: &Deadline) -> bool {
-        let ok = self.try_take(|s| read_admits(s, false))
-            || self.wait_parked(Some(deadline), read_admits, true);
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(read_admits, Wait::Until(deadline), true)
     }
 
     /// Takes a read lock whenever no writer *holds* the lock, even while writers wait: a thread
     /// that already reads may always read again.
     #[inline]
     pub fn lock_shared_recursive(&self) {
-        if !self.try_take(|s| read_admits(s, true)) {
-            self.wait_parked(None, |s, _| read_admits(s, true), false);
+        if !self.count_in(WRITER) {
+            self.wait_parked(None, recursive_admits, false);
         }
         super::held::note_acquire(self);
     }
@@ -306,22 +304,13 @@ impl RawRwLock {
     /// Takes a recursive read lock if no writer holds the lock.
     #[inline]
     pub fn try_lock_shared_recursive(&self) -> bool {
-        let ok = self.try_take(|s| read_admits(s, true));
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(recursive_admits, Wait::No, false)
     }
 
     /// Takes a recursive read lock, giving up at `deadline`.
     #[inline]
     pub fn try_lock_shared_recursive_until(&self, deadline: &Deadline) -> bool {
-        let ok = self.try_take(|s| read_admits(s, true))
-            || self.wait_parked(Some(deadline), |s, _| read_admits(s, true), false);
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(recursive_admits, Wait::Until(deadline), false)
     }
 
     /// Releases a read lock.
@@ -405,31 +394,19 @@ impl RawRwLock {
     /// upgradable readers.
     #[inline]
     pub fn lock_upgradable(&self) {
-        if !self.try_take(|s| upgradable_admits(s, false)) {
-            self.wait_parked(None, upgradable_admits, true);
-        }
-        super::held::note_acquire(self);
+        self.acquire_shared(upgradable_admits, Wait::Forever, true);
     }
 
     /// Takes an upgradable read lock if that needs no waiting.
     #[inline]
     pub fn try_lock_upgradable(&self) -> bool {
-        let ok = self.try_take(|s| upgradable_admits(s, false));
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(upgradable_admits, Wait::No, true)
     }
 
     /// Takes an upgradable read lock, giving up at `deadline`.
     #[inline]
     pub fn try_lock_upgradable_until(&self, deadline: &Deadline) -> bool {
-        let ok = self.try_take(|s| upgradable_admits(s, false))
-            || self.wait_parked(Some(deadline), upgradable_admits, true);
-        if ok {
-            super::held::note_acquire(self);
-        }
-        ok
+        self.acquire_shared(upgradable_admits, Wait::Until(deadline), true)
     }
 
     /// Releases an upgradable read lock.
@@ -585,6 +562,29 @@ impl RawRwLock {
     // -----------------------------------------------------------------------------------------
     // Slow paths
     // -----------------------------------------------------------------------------------------
+
+    /// A shared acquisition (plain, recursive or upgradable read): `take(s, entitled)` (as in
+    /// `wait_parked`) first without waiting, then on the slow path as far as `wait` allows;
+    /// notes the lock in the debug builds' table of held read locks if taken. `plain` marks a
+    /// non-recursive read (see `wait_parked`).
+    #[inline]
+    fn acquire_shared(
+        &self,
+        take: impl Fn(u32, bool) -> Option<u32> + Copy,
+        wait: Wait<'_>,
+        plain: bool,
+    ) -> bool {
+        let ok = self.try_take(|s| take(s, false))
+            || match wait {
+                Wait::No => false,
+                Wait::Until(deadline) => self.wait_parked(Some(deadline), take, plain),
+                Wait::Forever => self.wait_parked(None, take, plain),
+            };
+        if ok {
+            super::held::note_acquire(self);
+        }
+        ok
+    }
 
     /// One attempt loop without waiting: applies `take` (the new state, if the lock may be taken
     /// from `s`) with compare-exchange until it succeeds or refuses.
@@ -848,8 +848,40 @@ impl RawRwLock {
         }
     }
 
+    /// The fast path of `read` and `read_recursive`: one fetch_add, which cannot fail as a
+    /// compare-exchange does when other readers come and go. If a look at the word finds any
+    /// of `blocked` set (a writer holds or drains the lock) or the count at its cap, the reader
+    /// goes to wait without touching the word (a reader's add would take the line from the
+    /// writer, which needs it for its release). Otherwise it counts itself in and then looks at
+    /// what it found: if the word changed to keep it out, it backs out, as a reader leaving
+    /// would, and returns false. Meanwhile it only looks like one more reader about to leave.
+    #[inline]
+    fn count_in(&self, blocked: u32) -> bool {
+        let s = self.state.load(Ordering::Relaxed);
+        if s & blocked != 0 || readers_full(s) {
+            return false;
+        }
+        let prev = self.state.fetch_add(ONE_READER, Ordering::Acquire);
+        if prev & blocked == 0 && !readers_full(prev) {
+            return true;
+        }
+        self.back_out_reader();
+        false
+    }
+
+    /// A reader's fast path counted itself in where it may not enter: it leaves again,
+    /// exactly as a reader's unlock does (it read nothing, so Relaxed suffices: the writer that
+    /// waits for the count acquires the releases of the readers that did read).
+    #[cold]
+    fn back_out_reader(&self) {
+        let prev = self.state.fetch_sub(ONE_READER, Ordering::Relaxed);
+        if prev & (PARKED | WRITERS_WAITING | READ_TURN) != 0 {
+            self.after_reader_left(prev - ONE_READER, readers_full(prev));
+        }
+    }
+
     /// A reader left; `now` is the state its `fetch_sub` produced. `was_full`: the count had
-    /// reached its maximum, so readers may be parked on the count itself.
+    /// reached its cap, so readers may be parked on the count itself.
     #[cold]
     fn after_reader_left(&self, now: u32, was_full: bool) {
         if readers(now) == 0 {
@@ -991,6 +1023,24 @@ fn read_admits(s: u32, privileged: bool) -> Option<u32> {
     } else {
         None
     }
+}
+
+/// New state for a recursive reader taking the lock from `s`, if it may: whenever no writer
+/// holds it, entitled or not.
+#[inline]
+fn recursive_admits(s: u32, _entitled: bool) -> Option<u32> {
+    read_admits(s, true)
+}
+
+/// How far a shared acquisition may wait (see `RawRwLock::acquire_shared`).
+#[derive(Clone, Copy)]
+enum Wait<'a> {
+    /// Not at all: a `try_` acquisition.
+    No,
+    /// Until the deadline passes.
+    Until(&'a Deadline),
+    /// Until it gets the lock.
+    Forever,
 }
 
 /// New state for an upgradable reader taking the lock from `s`, if it may.

@@ -139,3 +139,37 @@ fn a_writer_kept_out_by_readers_drains_them_and_one_kept_out_by_a_writer_does_no
         assert_eq!(l.state.load(Ordering::Relaxed) & !TURN_MASK, 0, "{l:?}");
     }
 }
+
+#[test]
+fn a_read_past_the_cap_backs_out_waits_and_enters_when_one_leaves() {
+    let l = std::sync::Arc::new(RawRwLock::new());
+    // As if READERS_CAP - 1 leaked guards held the lock, then take the last admitted one.
+    l.state
+        .store((READERS_CAP - 1) * ONE_READER, Ordering::Relaxed);
+    assert!(l.try_lock_shared());
+    assert!(readers_full(l.state.load(Ordering::Relaxed)));
+    assert!(!l.try_lock_shared());
+    assert!(!l.try_lock_shared_recursive());
+    let t = {
+        let l = l.clone();
+        std::thread::spawn(move || {
+            l.lock_shared();
+            // SAFETY: read-locked just above.
+            unsafe { l.unlock_shared() };
+        })
+    };
+    // The waiting reader backs out of the count (it never stays above the cap) and parks.
+    while l.state.load(Ordering::Relaxed) & PARKED == 0 {
+        assert!(readers(l.state.load(Ordering::Relaxed)) <= READERS_CAP + 1);
+        std::thread::yield_now();
+    }
+    assert_eq!(readers(l.state.load(Ordering::Relaxed)), READERS_CAP);
+    // SAFETY: read-locked above by this thread; its release makes room and wakes the reader.
+    unsafe { l.unlock_shared() };
+    t.join().unwrap();
+    assert_eq!(
+        readers(l.state.load(Ordering::Relaxed)),
+        READERS_CAP - 1,
+        "{l:?}"
+    );
+}
