@@ -3,8 +3,8 @@
 
 use lock_api::{RawMutexTimed as _, RawRwLockTimed as _, RawRwLockUpgradeTimed as _};
 use scalelock::wait::{
-    futex, pause_ps, set_spin_policy, spin_policy, Clock, Deadline, SpinBudget, SpinEstimate,
-    SpinPolicy, Spinner, MAX_ADAPTIVE_SPIN_NS,
+    futex, pause_ps, set_spin_policy, spin_policy, spin_until, Awake, Clock, Deadline, SpinBudget,
+    SpinEstimate, SpinPolicy, Spinner, MAX_ADAPTIVE_SPIN_NS,
 };
 use scalelock::{RawBiasedRwLock, RawMutex, RawRwLock};
 use std::sync::atomic::AtomicU32;
@@ -79,6 +79,72 @@ fn spinner_stops_when_its_budget_is_spent() {
     for _ in 0..1000 {
         assert!(s.spin());
     }
+}
+
+#[test]
+fn spin_until_returns_as_soon_as_ready_and_gives_up_at_the_deadline() {
+    for awake in [Awake::Spin, Awake::SpinThenYield] {
+        let mut looks = 0;
+        assert!(spin_until(
+            || {
+                looks += 1;
+                true
+            },
+            awake,
+            None
+        ));
+        assert_eq!(looks, 1, "{awake:?}: a ready condition is looked at once");
+
+        let mut looks = 0;
+        assert!(spin_until(
+            || {
+                looks += 1;
+                looks == 50
+            },
+            awake,
+            None
+        ));
+        assert_eq!(looks, 50, "{awake:?}");
+
+        let t0 = Instant::now();
+        let d = Deadline::after(Duration::from_millis(20));
+        assert!(!spin_until(|| false, awake, Some(&d)), "{awake:?}");
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_millis(20) && took < Duration::from_secs(5),
+            "{awake:?}: gave up after {took:?}"
+        );
+
+        // A deadline already past: a condition that holds still wins (the first look comes
+        // before any look at the clock).
+        let past = Deadline::after(Duration::ZERO);
+        assert!(spin_until(|| true, awake, Some(&past)), "{awake:?}");
+        assert!(!spin_until(|| false, awake, Some(&past)), "{awake:?}");
+    }
+}
+
+#[test]
+fn spin_until_with_yields_lets_more_waiters_than_cpus_finish() {
+    use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+    // Every thread spins until all have arrived: with more threads than CPUs the last arrivals
+    // only run if the spinners give their CPUs away.
+    let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let n = 4 * cpus;
+    let arrived = AtomicUsize::new(0);
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..n {
+            s.spawn(|| {
+                arrived.fetch_add(1, Relaxed);
+                assert!(spin_until(
+                    || arrived.load(Relaxed) == n,
+                    Awake::SpinThenYield,
+                    None
+                ));
+            });
+        }
+    });
+    assert!(t0.elapsed() < Duration::from_secs(30));
 }
 
 #[test]

@@ -7,12 +7,15 @@
 //!   the model's virtual clock).
 //! - [`Spinner`], [`SpinEstimate`], [`SpinPolicy`]: calibrated spinning with backoff, a learned
 //!   per-lock budget, and the process-wide policy (`SCALELOCK_SPIN`).
+//! - [`spin_until`]: a wait that never sleeps, for a condition nobody can sleep on (a
+//!   process-shared spinlock word) or a mode that spins by definition.
 //! - `Waiter` (crate-internal): one wait of one thread for one lock. Every lock's contended path
 //!   asks it whether to spin once more and sleeps through it; it owns the spinner, the learning,
 //!   the deadline and the lockstat record of the wait.
 //!
 //! Locks compose these; none has its own spin loop, futex call or deadline check.
 
+mod awake;
 mod deadline;
 mod spin;
 mod waiter;
@@ -25,6 +28,7 @@ pub mod futex;
 #[doc(hidden)]
 pub mod futex;
 
+pub use awake::{spin_until, Awake};
 pub use deadline::{now_ns, Clock, Deadline};
 pub use spin::{
     note_wake, note_woken, pause_ps, set_spin_policy, spin_policy, wake_latency_ns, SpinBudget,

@@ -50,7 +50,7 @@ use crate::sync::AtomicU32;
 
 /// Spin steps between two looks at the deadline while a timed waiter spins (a step is at most
 /// a few hundred nanoseconds; a look is a clock read).
-const DEADLINE_CHECK_EVERY: u32 = 16;
+pub(super) const DEADLINE_CHECK_EVERY: u32 = 16;
 
 /// Yields an `Adaptive` waiter makes, at most, between its spin and its sleep (with the probe
 /// yield). parking_lot's waiters also yield a handful of times before they park; more would
@@ -397,7 +397,7 @@ fn yields_under(policy: super::SpinPolicy) -> u32 {
 
 /// Gives this thread's CPU to another runnable thread, if there is one (`sched_yield`).
 #[inline]
-fn yield_cpu() {
+pub(super) fn yield_cpu() {
     #[cfg(loom)]
     loom::thread::yield_now();
     #[cfg(not(loom))]
