@@ -9,7 +9,7 @@
 //! preempted then gets to run instead of waiting behind spinners), and the deadline looked at
 //! every few steps.
 
-use super::waiter::{yield_cpu, DEADLINE_CHECK_EVERY};
+use super::spin::{yield_cpu, DEADLINE_CHECK_EVERY};
 use super::{Deadline, SpinBudget, Spinner, MAX_ADAPTIVE_SPIN_NS};
 
 /// Whether a [`spin_until`] wait gives its CPU away now and then.

@@ -585,3 +585,16 @@ impl Spinner {
         self.step > 0 || self.spent_ps > 0
     }
 }
+
+/// Spin steps between two looks at the deadline while a timed wait spins (a step is at most a
+/// few hundred nanoseconds; a look is a clock read).
+pub(super) const DEADLINE_CHECK_EVERY: u32 = 16;
+
+/// Gives this thread's CPU to another runnable thread, if there is one (`sched_yield`).
+#[inline]
+pub(super) fn yield_cpu() {
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    std::thread::yield_now();
+}

@@ -43,14 +43,10 @@
 //! either.
 
 use super::futex::{self, WaitOutcome};
-use super::spin::MIN_PROBE_NS;
+use super::spin::{yield_cpu, DEADLINE_CHECK_EVERY, MIN_PROBE_NS};
 use super::{now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 use crate::stats::{self, HoldSampled};
 use crate::sync::AtomicU32;
-
-/// Spin steps between two looks at the deadline while a timed waiter spins (a step is at most
-/// a few hundred nanoseconds; a look is a clock read).
-pub(super) const DEADLINE_CHECK_EVERY: u32 = 16;
 
 /// Yields an `Adaptive` waiter makes, at most, between its spin and its sleep (with the probe
 /// yield). parking_lot's waiters also yield a handful of times before they park; more would
@@ -393,13 +389,4 @@ fn yields_under(policy: super::SpinPolicy) -> u32 {
     } else {
         0
     }
-}
-
-/// Gives this thread's CPU to another runnable thread, if there is one (`sched_yield`).
-#[inline]
-pub(super) fn yield_cpu() {
-    #[cfg(loom)]
-    loom::thread::yield_now();
-    #[cfg(not(loom))]
-    std::thread::yield_now();
 }
