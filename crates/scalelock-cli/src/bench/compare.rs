@@ -143,7 +143,7 @@ pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
             .filter(|x| x.0 == w && x.1 == *c)
             .all(|x| x.3 == 1)
     };
-    let speed = super::output::run_speed;
+    let speed = super::group::run_speed;
     Ok(raw
         .iter()
         .map(|(w, c, s, t, ops, cpu, runs, verdict, standing)| {

@@ -5,8 +5,9 @@
 //! then per workload and case a table of median throughput with the runs' range, and the ratio
 //! of each of our series to the best other with its spread (`?`: undecided).
 
+use super::group::{groups, is_own, Group};
 use super::human_seconds;
-use super::output::{groups, is_own, own_series_of, verdict, Group, Run};
+use super::output::{own_series_of, verdict, Run};
 use super::stats::{si, Ratio, Spread};
 use std::fmt::Write as _;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! plots in the report. A point carries them in its JSON `params`
 //! (see [`FIELDS`]); groups whose records have none are left alone.
 
-use super::output::Group;
+use super::group::Group;
 use super::stats::Record;
 use std::fmt::Write as _;
 
@@ -83,7 +83,7 @@ pub fn table_rows(g: &Group<'_>, width: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::output::groups;
+    use crate::bench::group::groups;
     use crate::bench::output::tests::record;
 
     #[test]

@@ -8,6 +8,7 @@
 pub mod child;
 pub mod compare;
 pub mod global_alloc;
+pub mod group;
 pub mod harness;
 pub mod locks;
 pub mod machine;

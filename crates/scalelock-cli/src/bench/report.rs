@@ -9,8 +9,9 @@
 //! (spread across 1.0 or wider than ±5%) is marked. Plots are drawn by plotters' SVG
 //! backend, which writes text as SVG `<text>` (no fonts are needed to produce the file).
 
+use super::group::{groups, is_own, Group};
 use super::locks;
-use super::output::{groups, is_own, own_series_of, verdict, Group, Run, WorkloadInfo};
+use super::output::{own_series_of, verdict, Run, WorkloadInfo};
 use super::stats::{duration_ns, si, Record};
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -1,0 +1,137 @@
+//! Records grouped by (workload, case), and how a group compares our series with the best
+//! other lock: what the table, the markdown, the report and the memory rows all read.
+
+use super::locks;
+use super::stats::{Ratio, Record};
+
+/// Records of one (workload, case): one table block, one row of plots.
+pub struct Group<'a> {
+    /// Workload name.
+    pub workload: &'a str,
+    /// Case, if the workload has several.
+    pub case: Option<&'a str>,
+    /// The records, in run order.
+    pub records: Vec<&'a Record>,
+}
+
+impl<'a> Group<'a> {
+    /// Distinct thread counts, ascending.
+    pub fn threads(&self) -> Vec<usize> {
+        let mut t: Vec<usize> = self.records.iter().map(|r| r.threads).collect();
+        t.sort_unstable();
+        t.dedup();
+        t
+    }
+
+    /// Distinct series, in first-appearance order.
+    pub fn series(&self) -> Vec<&'a str> {
+        let mut s: Vec<&'a str> = Vec::new();
+        for r in &self.records {
+            if !s.contains(&r.series.as_str()) {
+                s.push(&r.series);
+            }
+        }
+        s
+    }
+
+    /// The record of `series` at `threads`.
+    pub fn get(&self, series: &str, threads: usize) -> Option<&'a Record> {
+        self.records
+            .iter()
+            .copied()
+            .find(|r| r.series == series && r.threads == threads)
+    }
+
+    /// The best series at `threads` that is not of the `ours` family (see [`is_own`]) and not
+    /// the bare test-and-set floor (a reference, not an alternative), by median speed (see
+    /// [`Group::ratio`]).
+    pub fn best_other(&self, ours: &str, threads: usize) -> Option<&'a Record> {
+        let single = self.is_single_thread();
+        self.records
+            .iter()
+            .copied()
+            .filter(|r| r.threads == threads && !is_own(ours, &r.series))
+            .filter(|r| r.lock != locks::FLOOR)
+            .max_by(|a, b| speed(single, a).total_cmp(&speed(single, b)))
+    }
+
+    /// Speed of `series` over the best other at `threads` ([`Group::best_other`]): the ratio
+    /// of their medians, with the spread of the ratios of their paired runs (run `k` of both
+    /// ran in the same round).
+    ///
+    /// In a group measured on one thread only (`uncontended`), speed is operations per CPU
+    /// second (`1 / cpu_ns_per_op`): with one running thread that is the lock's cost, while
+    /// wall time also counts whatever preemption the thread suffered.
+    pub fn ratio(&self, ours: &str, series: &str, threads: usize) -> Option<Ratio> {
+        let single = self.is_single_thread();
+        let own = self.get(series, threads)?;
+        let best = self.best_other(ours, threads)?;
+        let runs = |r: &Record| -> Vec<f64> {
+            r.runs
+                .iter()
+                .map(|k| run_speed(single, k.ops_per_sec, k.cpu_ns_per_op))
+                .collect()
+        };
+        Ratio::new(
+            speed(single, own),
+            speed(single, best),
+            runs(own).into_iter().zip(runs(best)),
+        )
+    }
+
+    /// Whether every record of the group ran on one thread.
+    pub fn is_single_thread(&self) -> bool {
+        self.records.iter().all(|r| r.threads == 1)
+    }
+
+    /// The series of the `ours` family present in this group.
+    pub fn own_series(&self, ours: &str) -> Vec<&'a str> {
+        self.series()
+            .into_iter()
+            .filter(|s| is_own(ours, s))
+            .collect()
+    }
+}
+
+/// Operations per second, or per CPU second in a single-thread group (see [`Group::ratio`]);
+/// zero when no operation completed (`cpu_ns_per_op` is then the window's CPU time).
+pub fn run_speed(single: bool, ops_per_sec: f64, cpu_ns_per_op: f64) -> f64 {
+    if ops_per_sec <= 0.0 {
+        0.0
+    } else if single {
+        1e9 / cpu_ns_per_op.max(1e-3)
+    } else {
+        ops_per_sec
+    }
+}
+
+/// The median speed of a record.
+fn speed(single: bool, r: &Record) -> f64 {
+    run_speed(single, r.ops_per_sec, r.cpu_ns_per_op)
+}
+
+/// Whether `series` belongs to the family of the workload's own series `ours`: `ours` itself or
+/// `ours-<variant>` (`scalelock`, `scalelock-biased`). Ratios compare each of them with the best
+/// series outside the family.
+pub fn is_own(ours: &str, series: &str) -> bool {
+    series
+        .strip_prefix(ours)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+}
+
+/// Groups records by (workload, case), keeping run order.
+pub fn groups(records: &[Record]) -> Vec<Group<'_>> {
+    let mut out: Vec<Group<'_>> = Vec::new();
+    for r in records {
+        let key = (r.workload.as_str(), r.case.as_deref());
+        match out.iter_mut().find(|g| (g.workload, g.case) == key) {
+            Some(g) => g.records.push(r),
+            None => out.push(Group {
+                workload: key.0,
+                case: key.1,
+                records: vec![r],
+            }),
+        }
+    }
+    out
+}
