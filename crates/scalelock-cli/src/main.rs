@@ -200,7 +200,7 @@ fn bench_after_help() -> String {
 }
 
 fn main() -> ExitCode {
-    if let Some(code) = bench::child::serve() {
+    if let Some(code) = bench::child::serve(bench::run_child_point) {
         return code;
     }
     let command = Cli::command().mut_subcommand("bench", |c| c.after_help(bench_after_help()));

@@ -8,9 +8,10 @@
 //! ```text
 //!   parent (the bench)                         child (same binary, [`ENV`] set)
 //!   run_point(workload, lock, case, trial)
-//!     spawn current_exe, ENV = the point ---->  main() -> serve(): before the command line,
-//!                                               plan the workload for that one lock and thread
-//!                                               count, run the point's closure in-process
+//!     spawn current_exe, ENV = the point ---->  main() -> serve(run_child_point): before the
+//!                                               command line, plan the workload for that one
+//!                                               lock and thread count, run the point's closure
+//!                                               in-process
 //!                                               ([`in_child`] is true), print one result line
 //!     read stdout, wait    <-------------------  "scalelock-child-result {json}", exit 0
 //!     Measurement, or Err(the child's error,
@@ -23,7 +24,6 @@
 //! so a hung point cannot hang the bench.
 
 use super::harness::{new_histogram, Measurement, Trial};
-use super::workloads;
 use serde_json::{json, Value};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,18 +122,21 @@ fn stderr_tail(stderr: &str) -> String {
     format!("; its stderr:\n{}", &s[start..])
 }
 
-/// If this process was started by [`run_point`], runs the point and returns the exit status;
+/// If this process was started by [`run_point`], runs the point it names with `run` (which
+/// finds the point's closure: see `bench::run_child_point`) and returns the exit status;
 /// otherwise `None` (the normal command line follows). Call first thing in `main`.
 ///
 /// ```ignore
-/// if let Some(code) = bench::child::serve() { return code; }
+/// if let Some(code) = bench::child::serve(bench::run_child_point) { return code; }
 /// ```
-pub fn serve() -> Option<ExitCode> {
+pub fn serve(
+    run: impl FnOnce(&PointSpec, &Trial) -> Result<Measurement, String>,
+) -> Option<ExitCode> {
     let spec = std::env::var(ENV).ok()?;
     IN_CHILD.store(true, Ordering::Relaxed);
     // The child is not a bench any more: nothing it starts may re-execute the binary.
     std::env::remove_var(ENV);
-    let (line, code) = match run_spec(&spec) {
+    let (line, code) = match run_spec(&spec, run) {
         Ok(m) => (to_json(&m), 0),
         Err(e) => (json!({ "error": e }), 1),
     };
@@ -141,16 +144,32 @@ pub fn serve() -> Option<ExitCode> {
     Some(ExitCode::from(code))
 }
 
-fn run_spec(spec: &str) -> Result<Measurement, String> {
+/// The point a child is asked to run (the rest of [`ENV`] is its [`Trial`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PointSpec {
+    /// The workload's name.
+    pub workload: String,
+    /// The lock (series) measured.
+    pub lock: String,
+    /// The case, for a workload with several.
+    pub case: Option<String>,
+}
+
+fn run_spec(
+    spec: &str,
+    run: impl FnOnce(&PointSpec, &Trial) -> Result<Measurement, String>,
+) -> Result<Measurement, String> {
     let v: Value = serde_json::from_str(spec).map_err(|e| format!("bad {ENV}: {e}"))?;
     let text = |k: &str| v[k].as_str().map(str::to_string);
     let num = |k: &str| {
         v[k].as_u64()
             .ok_or_else(|| format!("bad {ENV}: no number `{k}`"))
     };
-    let workload = text("workload").ok_or_else(|| format!("bad {ENV}: no workload"))?;
-    let lock = text("lock").ok_or_else(|| format!("bad {ENV}: no lock"))?;
-    let case = text("case");
+    let point = PointSpec {
+        workload: text("workload").ok_or_else(|| format!("bad {ENV}: no workload"))?,
+        lock: text("lock").ok_or_else(|| format!("bad {ENV}: no lock"))?,
+        case: text("case"),
+    };
     let trial = Trial {
         threads: num("threads")? as usize,
         warmup: Duration::from_nanos(num("warmup_ns")?),
@@ -158,23 +177,7 @@ fn run_spec(spec: &str) -> Result<Measurement, String> {
         sample_every: num("sample_every")? as u32,
     };
     watchdog(&trial);
-    let all = workloads::all();
-    let w = all
-        .iter()
-        .find(|w| w.name() == workload)
-        .ok_or_else(|| format!("child: unknown workload `{workload}`"))?;
-    let sel = workloads::Selection {
-        locks: Some(vec![lock.clone()]),
-        threads: vec![trial.threads],
-        quick: false,
-        default_sweep: false,
-    };
-    let point = w
-        .plan(&sel)
-        .into_iter()
-        .find(|p| p.lock == lock && p.case == case && p.threads == trial.threads)
-        .ok_or_else(|| format!("child: {workload} has no point {lock} {case:?}"))?;
-    (point.run)(&trial)
+    run(&point, &trial)
 }
 
 /// Ends the child if it runs far past what its trial needs (a hung point). Only time the child

@@ -312,6 +312,35 @@ fn check_outputs(opts: &Options) -> Result<(), String> {
     check_writable_dir(&opts.report)
 }
 
+/// Runs the point a child process was started for (see [`child::run_point`]): plans the
+/// workload for that one lock and thread count and runs the point's closure in this process.
+///
+/// ```ignore
+/// if let Some(code) = bench::child::serve(bench::run_child_point) { return code; }
+/// ```
+pub fn run_child_point(
+    p: &child::PointSpec,
+    trial: &harness::Trial,
+) -> Result<harness::Measurement, String> {
+    let all = workloads::all();
+    let w = all
+        .iter()
+        .find(|w| w.name() == p.workload)
+        .ok_or_else(|| format!("child: unknown workload `{}`", p.workload))?;
+    let sel = workloads::Selection {
+        locks: Some(vec![p.lock.clone()]),
+        threads: vec![trial.threads],
+        quick: false,
+        default_sweep: false,
+    };
+    let point = w
+        .plan(&sel)
+        .into_iter()
+        .find(|q| q.lock == p.lock && q.case == p.case && q.threads == trial.threads)
+        .ok_or_else(|| format!("child: {} has no point {} {:?}", p.workload, p.lock, p.case))?;
+    (point.run)(trial)
+}
+
 /// Runs the bench: measures, prints the table, writes JSON / CSV / markdown / report.
 pub fn run(opts: &Options) -> Result<(), Error> {
     let started = std::time::SystemTime::now();
