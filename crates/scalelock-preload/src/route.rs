@@ -86,7 +86,10 @@ pub(crate) unsafe fn serve<'a, P: Served>(
     if !glibc_object && config::ours_for_sure() {
         return on_ours(ours);
     }
-    match decide(ours, glibc_object) {
+    // The object is read again: only the fast path keeps its first reading live, so that the
+    // hot entry points need no more registers (and stack) than that path uses.
+    // SAFETY: as above.
+    match unsafe { route(p) } {
         Route::Ours(ours) => on_ours(ours),
         Route::Glibc => on_glibc(),
         Route::Unavailable => libc::EAGAIN,
