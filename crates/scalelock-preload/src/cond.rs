@@ -64,6 +64,7 @@
 use crate::config::{mode, Mode};
 use crate::mutex::{clock_of, deadline_of, reacquire_after_wait, release_for_wait, Released};
 use crate::real;
+use crate::route::{decide, route, serve, Route, Served};
 use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -97,51 +98,16 @@ extern "C" {
     fn pthread_condattr_getclock(a: *const pthread_condattr_t, c: *mut clockid_t) -> c_int;
 }
 
-/// Who serves a call on a condvar.
-enum Route<'a> {
-    Ours(&'a Cond),
-    Glibc,
-    Unavailable,
-}
+/// A condvar as [`serve`] sees it: the in-place view; glibc serves the process-shared ones.
+impl Served for pthread_cond_t {
+    type Ours<'a> = &'a Cond;
 
-/// # Safety
-/// `c` is non-null, aligned and points at a live `pthread_cond_t`.
-#[inline]
-unsafe fn route<'a>(c: *mut pthread_cond_t) -> Route<'a> {
-    // SAFETY: the caller's promise; every field of `Cond` is an atomic, so any bytes are valid.
-    let cv = unsafe { &*(c as *const Cond) };
-    let glibc_object = cv.flags.load(Ordering::Relaxed) & SHARED != 0;
-    if mode() == Mode::Glibc || glibc_object {
-        if real::available() {
-            return Route::Glibc;
-        }
-        if glibc_object {
-            return Route::Unavailable;
-        }
-    }
-    Route::Ours(cv)
-}
-
-/// Serves a call on `c`: `EINVAL` for a null pointer, `on_ours` where scalelock serves the
-/// condvar, `on_glibc` where glibc does, and `EAGAIN` where glibc serves it but cannot be called
-/// yet.
-///
-/// # Safety
-/// `c` is null or aligned and points at a live `pthread_cond_t`.
-#[inline(always)]
-unsafe fn serve(
-    c: *mut pthread_cond_t,
-    on_ours: impl FnOnce(&Cond) -> c_int,
-    on_glibc: impl FnOnce() -> c_int,
-) -> c_int {
-    if c.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: non-null, and otherwise the caller's promise.
-    match unsafe { route(c) } {
-        Route::Ours(cv) => on_ours(cv),
-        Route::Glibc => on_glibc(),
-        Route::Unavailable => libc::EAGAIN,
+    #[inline(always)]
+    unsafe fn view<'a>(c: *mut pthread_cond_t) -> (&'a Cond, bool) {
+        // SAFETY: the caller's promise; every field of `Cond` is an atomic, so any bytes are
+        // valid.
+        let cv = unsafe { &*(c as *const Cond) };
+        (cv, cv.flags.load(Ordering::Relaxed) & SHARED != 0)
     }
 }
 
@@ -205,14 +171,11 @@ pub unsafe extern "C" fn pthread_cond_init(
         }
     }
     let shared = pshared != libc::PTHREAD_PROCESS_PRIVATE;
-    if shared || mode() == Mode::Glibc {
-        if real::available() {
-            // SAFETY: pass-through with the caller's arguments.
-            return unsafe { real::cond_init(c, attr) };
-        }
-        if shared {
-            return libc::EAGAIN;
-        }
+    match decide((), shared) {
+        // SAFETY: pass-through with the caller's arguments.
+        Route::Glibc => return unsafe { real::cond_init(c, attr) },
+        Route::Unavailable => return libc::EAGAIN,
+        Route::Ours(()) => {}
     }
     let flags = if clock == libc::CLOCK_MONOTONIC {
         MONOTONIC

@@ -118,6 +118,7 @@ pub mod config;
 mod malloc;
 pub mod mutex;
 mod real;
+mod route;
 pub mod rwlock;
 pub mod spin;
 mod stacks;

@@ -25,8 +25,8 @@
 //! mutexes add the owner check in front of it. Unlocking a normal mutex the caller does not hold
 //! is undefined in POSIX; here it is harmless (the state word only loses its `LOCKED` bit).
 
-use crate::config::{mode, Mode};
 use crate::real;
+use crate::route::{decide, route, serve, Route, Served};
 use crate::stats;
 use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
@@ -78,86 +78,29 @@ pub(crate) fn me() -> u64 {
     unsafe { libc::pthread_self() as u64 }
 }
 
-/// Who serves a call on a mutex.
-pub(crate) enum Route<'a> {
-    /// scalelock, with the mutex's type.
-    Ours(&'a Mutex, i32),
-    /// glibc's own function.
-    Glibc,
-    /// glibc's mutex, but glibc cannot be called yet (re-entered from the resolution): `EAGAIN`.
-    Unavailable,
-}
+/// A mutex as [`serve`] sees it: the in-place view with the mutex's type; glibc serves the
+/// robust, priority-inherit/protect and process-shared kinds.
+impl Served for pthread_mutex_t {
+    type Ours<'a> = (&'a Mutex, i32);
 
-/// Decides who serves a call on `m`.
-///
-/// # Safety
-/// `m` is non-null, aligned and points at a live `pthread_mutex_t`.
-#[inline]
-pub(crate) unsafe fn route<'a>(m: *mut pthread_mutex_t) -> Route<'a> {
-    // SAFETY: the caller's promise; every field of `Mutex` is an atomic, so any bytes are valid.
-    let mx = unsafe { &*(m as *const Mutex) };
-    let kind = mx.kind.load(Ordering::Relaxed);
-    let glibc_object = kind & GLIBC_ONLY != 0;
-    if mode() == Mode::Glibc || glibc_object {
-        if real::available() {
-            return Route::Glibc;
-        }
-        if glibc_object {
-            return Route::Unavailable;
-        }
+    #[inline(always)]
+    unsafe fn view<'a>(m: *mut pthread_mutex_t) -> ((&'a Mutex, i32), bool) {
+        // SAFETY: the caller's promise; every field of `Mutex` is an atomic, so any bytes are
+        // valid.
+        let mx = unsafe { &*(m as *const Mutex) };
+        let kind = mx.kind.load(Ordering::Relaxed);
+        ((mx, kind & TYPE_MASK), kind & GLIBC_ONLY != 0)
     }
-    Route::Ours(mx, kind & TYPE_MASK)
-}
-
-/// The common case of [`route`], for the hot entry points: our mutex (and its type) when the
-/// mode is known to be one of scalelock's and glibc does not serve the object; `None` sends the
-/// caller through [`route`].
-///
-/// # Safety
-/// As for [`route`].
-#[inline(always)]
-unsafe fn ours<'a>(m: *mut pthread_mutex_t) -> Option<(&'a Mutex, i32)> {
-    // SAFETY: the caller's promise; every field of `Mutex` is an atomic, so any bytes are valid.
-    let mx = unsafe { &*(m as *const Mutex) };
-    let kind = mx.kind.load(Ordering::Relaxed);
-    (kind & GLIBC_ONLY == 0 && crate::config::ours_for_sure()).then_some((mx, kind & TYPE_MASK))
 }
 
 /// Whether glibc serves `m` (robust, priority-inherit/protect or process-shared).
 ///
 /// # Safety
-/// As for [`route`].
+/// As for [`Served::view`].
 pub(crate) unsafe fn served_by_glibc(m: *mut pthread_mutex_t) -> bool {
     // SAFETY: the caller's promise.
-    let mx = unsafe { &*(m as *const Mutex) };
-    mx.kind.load(Ordering::Relaxed) & GLIBC_ONLY != 0
-}
-
-/// Serves a call on `m`: `EINVAL` for a null pointer, `on_ours` where scalelock serves the mutex
-/// (the fast check of [`ours`] first), `on_glibc` where glibc does, and `EAGAIN` where glibc
-/// serves it but cannot be called yet.
-///
-/// # Safety
-/// `m` is null or aligned and points at a live `pthread_mutex_t`.
-#[inline(always)]
-unsafe fn serve(
-    m: *mut pthread_mutex_t,
-    on_ours: impl FnOnce(&Mutex, i32) -> c_int,
-    on_glibc: impl FnOnce() -> c_int,
-) -> c_int {
-    if m.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: non-null, and otherwise the caller's promise.
-    if let Some((mx, ty)) = unsafe { ours(m) } {
-        return on_ours(mx, ty);
-    }
-    // SAFETY: as above.
-    match unsafe { route(m) } {
-        Route::Ours(mx, ty) => on_ours(mx, ty),
-        Route::Glibc => on_glibc(),
-        Route::Unavailable => libc::EAGAIN,
-    }
+    let (_, glibc_object) = unsafe { pthread_mutex_t::view(m) };
+    glibc_object
 }
 
 impl Mutex {
@@ -337,7 +280,7 @@ pub(crate) struct Released {
 pub(crate) unsafe fn release_for_wait(m: *mut pthread_mutex_t) -> Result<Released, c_int> {
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
-        Route::Ours(mx, ty) => {
+        Route::Ours((mx, ty)) => {
             let mut depth = 0;
             if ty == RECURSIVE || ty == ERRORCHECK {
                 if mx.owner.load(Ordering::Relaxed) != me() {
@@ -373,7 +316,7 @@ pub(crate) unsafe fn reacquire_after_wait(
 ) -> c_int {
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
-        Route::Ours(mx, ty) => {
+        Route::Ours((mx, ty)) => {
             mx.take(caller);
             if ty == RECURSIVE || ty == ERRORCHECK {
                 mx.owner.store(me(), Ordering::Relaxed);
@@ -418,14 +361,11 @@ pub unsafe extern "C" fn pthread_mutex_init(
     let glibc_kind = pshared != libc::PTHREAD_PROCESS_PRIVATE
         || robust != libc::PTHREAD_MUTEX_STALLED
         || protocol != libc::PTHREAD_PRIO_NONE;
-    if glibc_kind || mode() == Mode::Glibc {
-        if real::available() {
-            // SAFETY: pass-through with the caller's arguments.
-            return unsafe { real::mutex_init(m, attr) };
-        }
-        if glibc_kind {
-            return libc::EAGAIN;
-        }
+    match decide((), glibc_kind) {
+        // SAFETY: pass-through with the caller's arguments.
+        Route::Glibc => return unsafe { real::mutex_init(m, attr) },
+        Route::Unavailable => return libc::EAGAIN,
+        Route::Ours(()) => {}
     }
     // SAFETY: `m` is valid for writes of a whole pthread_mutex_t (the caller's promise); nobody
     // else may use a mutex while it is being initialised.
@@ -448,7 +388,7 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     unsafe {
         serve(
             m,
-            |mx, _| if mx.raw.is_locked() { libc::EBUSY } else { 0 },
+            |(mx, _)| if mx.raw.is_locked() { libc::EBUSY } else { 0 },
             || real::mutex_destroy(m),
         )
     }
@@ -468,7 +408,7 @@ entry_with_caller! {
 /// As for [`pthread_mutex_lock`].
 unsafe extern "C" fn mutex_lock_from(m: *mut pthread_mutex_t, caller: usize) -> c_int {
     // SAFETY: the caller's promise; glibc's gets the caller's mutex.
-    unsafe { serve(m, |mx, ty| mx.lock(ty, caller), || real::mutex_lock(m)) }
+    unsafe { serve(m, |(mx, ty)| mx.lock(ty, caller), || real::mutex_lock(m)) }
 }
 
 entry_with_caller! {
@@ -488,7 +428,7 @@ unsafe extern "C" fn mutex_trylock_from(m: *mut pthread_mutex_t, caller: usize) 
     unsafe {
         serve(
             m,
-            |mx, ty| mx.try_lock(ty, caller),
+            |(mx, ty)| mx.try_lock(ty, caller),
             || real::mutex_trylock(m),
         )
     }
@@ -516,7 +456,7 @@ unsafe extern "C" fn mutex_timedlock_from(
     unsafe {
         serve(
             m,
-            |mx, ty| mx.lock_until(ty, Clock::Realtime, abstime, caller),
+            |(mx, ty)| mx.lock_until(ty, Clock::Realtime, abstime, caller),
             || real::mutex_timedlock(m, abstime),
         )
     }
@@ -569,7 +509,7 @@ unsafe extern "C" fn mutex_clocklock_from(
     unsafe {
         serve(
             m,
-            |mx, ty| match clock_of(clockid) {
+            |(mx, ty)| match clock_of(clockid) {
                 Some(clock) => mx.lock_until(ty, clock, abstime, caller),
                 None => libc::EINVAL,
             },
@@ -585,7 +525,7 @@ unsafe extern "C" fn mutex_clocklock_from(
 #[no_mangle]
 pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: the caller's promise; glibc's gets the caller's mutex.
-    unsafe { serve(m, |mx, ty| mx.unlock(ty), || real::mutex_unlock(m)) }
+    unsafe { serve(m, |(mx, ty)| mx.unlock(ty), || real::mutex_unlock(m)) }
 }
 
 // The names older binaries (and some libraries' internal PLT calls) still use.

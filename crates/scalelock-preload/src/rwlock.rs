@@ -34,6 +34,7 @@
 use crate::config::{mode, Mode};
 use crate::mutex::{clock_of, deadline_of, me};
 use crate::real;
+use crate::route::{decide, serve, Route, Served};
 use crate::stats;
 use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
@@ -73,68 +74,16 @@ extern "C" {
     fn pthread_rwlockattr_getkind_np(a: *const pthread_rwlockattr_t, k: *mut c_int) -> c_int;
 }
 
-enum Route<'a> {
-    Ours(&'a RwLock),
-    Glibc,
-    Unavailable,
-}
+/// An rwlock as [`serve`] sees it: the in-place view; glibc serves the process-shared ones.
+impl Served for pthread_rwlock_t {
+    type Ours<'a> = &'a RwLock;
 
-/// The common case of [`route`], for the hot entry points: our rwlock when the mode is known
-/// to be one of scalelock's and glibc does not serve the object; `None` sends the caller
-/// through [`route`].
-///
-/// # Safety
-/// As for [`route`].
-#[inline(always)]
-unsafe fn ours<'a>(l: *mut pthread_rwlock_t) -> Option<&'a RwLock> {
-    // SAFETY: as in `route`.
-    let rw = unsafe { &*(l as *const RwLock) };
-    (rw.shared.load(Ordering::Relaxed) == 0 && crate::config::ours_for_sure()).then_some(rw)
-}
-
-/// # Safety
-/// `l` is non-null, aligned and points at a live `pthread_rwlock_t`.
-#[inline]
-unsafe fn route<'a>(l: *mut pthread_rwlock_t) -> Route<'a> {
-    // SAFETY: the caller's promise; every field of `RwLock` is an atomic (or scalelock's raw
-    // rwlock, made of atomics), so any bytes are valid.
-    let rw = unsafe { &*(l as *const RwLock) };
-    let glibc_object = rw.shared.load(Ordering::Relaxed) != 0;
-    if mode() == Mode::Glibc || glibc_object {
-        if real::available() {
-            return Route::Glibc;
-        }
-        if glibc_object {
-            return Route::Unavailable;
-        }
-    }
-    Route::Ours(rw)
-}
-
-/// Serves a call on `l`: `EINVAL` for a null pointer, `on_ours` where scalelock serves the lock
-/// (the fast check of [`ours`] first), `on_glibc` where glibc does, and `EAGAIN` where glibc
-/// serves it but cannot be called yet.
-///
-/// # Safety
-/// `l` is null or aligned and points at a live `pthread_rwlock_t`.
-#[inline(always)]
-unsafe fn serve(
-    l: *mut pthread_rwlock_t,
-    on_ours: impl FnOnce(&RwLock) -> c_int,
-    on_glibc: impl FnOnce() -> c_int,
-) -> c_int {
-    if l.is_null() {
-        return libc::EINVAL;
-    }
-    // SAFETY: non-null, and otherwise the caller's promise.
-    if let Some(rw) = unsafe { ours(l) } {
-        return on_ours(rw);
-    }
-    // SAFETY: as above.
-    match unsafe { route(l) } {
-        Route::Ours(rw) => on_ours(rw),
-        Route::Glibc => on_glibc(),
-        Route::Unavailable => libc::EAGAIN,
+    #[inline(always)]
+    unsafe fn view<'a>(l: *mut pthread_rwlock_t) -> (&'a RwLock, bool) {
+        // SAFETY: the caller's promise; every field of `RwLock` is an atomic (or scalelock's raw
+        // rwlock, made of atomics), so any bytes are valid.
+        let rw = unsafe { &*(l as *const RwLock) };
+        (rw, rw.shared.load(Ordering::Relaxed) != 0)
     }
 }
 
@@ -382,14 +331,11 @@ pub unsafe extern "C" fn pthread_rwlock_init(
         }
     }
     let shared = pshared != libc::PTHREAD_PROCESS_PRIVATE;
-    if shared || mode() == Mode::Glibc {
-        if real::available() {
-            // SAFETY: pass-through with the caller's arguments.
-            return unsafe { real::rwlock_init(l, attr) };
-        }
-        if shared {
-            return libc::EAGAIN;
-        }
+    match decide((), shared) {
+        // SAFETY: pass-through with the caller's arguments.
+        Route::Glibc => return unsafe { real::rwlock_init(l, attr) },
+        Route::Unavailable => return libc::EAGAIN,
+        Route::Ours(()) => {}
     }
     // SAFETY: `l` is valid for writes of a whole pthread_rwlock_t; nobody uses an rwlock while it
     // is being initialised.

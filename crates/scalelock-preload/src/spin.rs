@@ -17,6 +17,7 @@
 
 use crate::config::{mode, Mode};
 use crate::real;
+use crate::route::{serve, Served};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicI32, Ordering};
 use libc::pthread_spinlock_t;
@@ -24,39 +25,17 @@ use scalelock::wait::{SpinBudget, Spinner, MAX_ADAPTIVE_SPIN_NS};
 
 const _: () = assert!(core::mem::size_of::<pthread_spinlock_t>() == 4);
 
-/// # Safety
-/// `s` is non-null, aligned and points at a live `pthread_spinlock_t`.
-#[inline]
-unsafe fn word<'a>(s: *mut pthread_spinlock_t) -> &'a AtomicI32 {
-    // SAFETY: the caller's promise; AtomicI32 has the size and alignment of the C int.
-    unsafe { AtomicI32::from_ptr(s) }
-}
+/// A spinlock as [`serve`] sees it: its word, and never glibc's by its bytes (the 4 bytes have
+/// no room for a marker: glibc serves spinlocks only under `SCALELOCK_LOCK=glibc`).
+/// (`pthread_spinlock_t` is glibc's plain `int`.)
+impl Served for pthread_spinlock_t {
+    type Ours<'a> = &'a AtomicI32;
 
-/// Whether glibc serves spinlocks (`SCALELOCK_LOCK=glibc`, once its functions are resolved).
-#[inline]
-fn glibc() -> bool {
-    mode() == Mode::Glibc && real::available()
-}
-
-/// Serves a call on `s`: `EINVAL` for a null pointer, `on_glibc` where glibc serves spinlocks,
-/// `on_ours` with the lock word otherwise.
-///
-/// # Safety
-/// `s` is null or aligned and points at a live `pthread_spinlock_t`.
-#[inline(always)]
-unsafe fn serve(
-    s: *mut pthread_spinlock_t,
-    on_ours: impl FnOnce(&AtomicI32) -> c_int,
-    on_glibc: impl FnOnce() -> c_int,
-) -> c_int {
-    if s.is_null() {
-        return libc::EINVAL;
+    #[inline(always)]
+    unsafe fn view<'a>(s: *mut pthread_spinlock_t) -> (&'a AtomicI32, bool) {
+        // SAFETY: the caller's promise; AtomicI32 has the size and alignment of the C int.
+        (unsafe { AtomicI32::from_ptr(s) }, false)
     }
-    if glibc() {
-        return on_glibc();
-    }
-    // SAFETY: non-null, and otherwise the caller's promise.
-    on_ours(unsafe { word(s) })
 }
 
 /// Frees the word: `pthread_spin_init` and `pthread_spin_unlock` on scalelock's side.

@@ -83,6 +83,7 @@
 //! environment the same runs return to the range of the others. The bench measures mimalloc
 //! as a user who adds the crate gets it, so it keeps the default.
 
+use super::child_points::{child_points, ChildEnv, CHILD_START};
 use super::{Point, Selection, Workload};
 use crate::bench::child;
 use crate::bench::global_alloc::{self, GLOBAL_POOL};
@@ -113,8 +114,6 @@ fn child_overhead(threads: usize, wait_ms: u64) -> Duration {
 /// See [`child_overhead`]: [`MEMORY_OPS_PER_THREAD`] operations of about a microsecond of CPU
 /// each, on two CPUs.
 const MEMORY_PHASE_PER_THREAD: Duration = Duration::from_millis(2);
-/// See [`child_overhead`]: starting the bench binary again as a child, and its exit.
-const CHILD_START: Duration = Duration::from_millis(10);
 /// See [`child_overhead`].
 const SETTLE_PER_THREAD: Duration = Duration::from_millis(60);
 /// How long after the last free `rss_after_decay_mib` is read: the pool's default decay time
@@ -177,38 +176,25 @@ impl Workload for LargeAlloc {
     }
 
     fn plan(&self, sel: &Selection) -> Vec<Point> {
-        let mut points = Vec::new();
         // `--quick` skips the decay wait (1.25 s per point): no `rss_after_decay_mib` then.
         let wait_ms = if sel.quick { 0 } else { DECAY_WAIT_MS };
-        for &name in ALLOCATORS.iter().filter(|a| sel.wants(a)) {
-            for &threads in &sel.threads {
-                points.push(
-                    Point::new(name, threads, move |t| {
-                        if child::in_child() {
-                            run_here(name, t)
-                        } else {
-                            let wait = wait_ms.to_string();
-                            child::run_point(
-                                "large-alloc",
-                                name,
-                                None,
-                                t,
-                                &[(global_alloc::ENV, name), (DECAY_WAIT_ENV, &wait)],
-                            )
-                        }
-                    })
-                    // An operation takes about a microsecond: one clock pair in 4.
-                    .sample_every(4)
-                    .param("min_bytes", MIN as u64)
-                    .param("max_bytes", MAX as u64)
-                    .param("live_per_thread", WINDOW as u64)
-                    .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64)
-                    .param("decay_wait_ms", wait_ms)
-                    .overhead(child_overhead(threads, wait_ms)),
-                );
-            }
-        }
-        points
+        let env = move |name: &str| -> ChildEnv {
+            Ok(vec![
+                (global_alloc::ENV, name.to_string()),
+                (DECAY_WAIT_ENV, wait_ms.to_string()),
+            ])
+        };
+        child_points(self.name(), sel, &ALLOCATORS, env, run_here, |p| {
+            let overhead = child_overhead(p.threads, wait_ms);
+            // An operation takes about a microsecond: one clock pair in 4.
+            p.sample_every(4)
+                .param("min_bytes", MIN as u64)
+                .param("max_bytes", MAX as u64)
+                .param("live_per_thread", WINDOW as u64)
+                .param("remote_free_share", 1.0 / REMOTE_ONE_IN as f64)
+                .param("decay_wait_ms", wait_ms)
+                .overhead(overhead)
+        })
     }
 }
 

@@ -80,6 +80,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod adaptive_grid;
+mod child_points;
 mod large_alloc;
 mod lockstat_overhead;
 mod log_append;

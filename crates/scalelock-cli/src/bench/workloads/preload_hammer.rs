@@ -11,12 +11,11 @@
 //!
 //! Check: as `mutex-hammer`, every word ends equal to the number of operations.
 
+use super::child_points::{child_points, ChildEnv};
 use super::mutex_hammer::{HammerBench, WORDS};
 use super::{Point, Selection, Workload};
-use crate::bench::child;
 use crate::bench::harness::{sample_every_for, Measurement, Trial};
 use crate::bench::locks;
-use std::time::Duration;
 
 /// See the module docs.
 pub struct PreloadHammer;
@@ -26,10 +25,6 @@ pub const LOCKS: [&str; 3] = ["pthread", "pthread-adaptive", OURS];
 
 /// The default `pthread_mutex_t` answered by scalelock's preload library.
 const OURS: &str = "scalelock-preload";
-
-/// Starting the bench binary again as a child (with the library loaded, for ours) and its
-/// exit, for the bench's time estimate.
-const CHILD_START: Duration = Duration::from_millis(10);
 
 impl Workload for PreloadHammer {
     fn name(&self) -> &'static str {
@@ -54,38 +49,23 @@ impl Workload for PreloadHammer {
     }
 
     fn plan(&self, sel: &Selection) -> Vec<Point> {
-        let mut points = Vec::new();
-        for &lock in LOCKS.iter().filter(|l| sel.wants(l)) {
-            for &threads in &sel.threads {
-                points.push(
-                    Point::new(lock, threads, move |t| {
-                        if child::in_child() {
-                            run_here(lock, t)
-                        } else {
-                            run_child(lock, t)
-                        }
-                    })
-                    .sample_every(sample_every_for(40))
-                    .param("words", WORDS as u64)
-                    .overhead(CHILD_START),
-                );
-            }
-        }
-        points
+        child_points(self.name(), sel, &LOCKS, preload_env, run_here, |p| {
+            p.sample_every(sample_every_for(40))
+                .param("words", WORDS as u64)
+        })
     }
 }
 
-/// In the parent: runs the point in a child, with the library preloaded for ours.
-fn run_child(lock: &str, trial: &Trial) -> Result<Measurement, String> {
-    if lock == OURS {
-        let lib = crate::launch::find_library()?;
-        let lib = lib
-            .to_str()
-            .ok_or_else(|| format!("{}: not a UTF-8 path", lib.display()))?;
-        child::run_point("preload-hammer", lock, None, trial, &[("LD_PRELOAD", lib)])
-    } else {
-        child::run_point("preload-hammer", lock, None, trial, &[])
+/// In the parent: what the child's environment adds, the library preloaded for ours.
+fn preload_env(lock: &str) -> ChildEnv {
+    if lock != OURS {
+        return Ok(Vec::new());
     }
+    let lib = crate::launch::find_library()?;
+    let lib = lib
+        .to_str()
+        .ok_or_else(|| format!("{}: not a UTF-8 path", lib.display()))?;
+    Ok(vec![("LD_PRELOAD", lib.to_string())])
 }
 
 /// In the child: hammers glibc's mutex of that kind, through the library for ours.
