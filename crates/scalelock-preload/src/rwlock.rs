@@ -40,7 +40,7 @@ use core::ffi::c_int;
 use core::mem::{align_of, offset_of, size_of};
 use core::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
 use libc::{clockid_t, pthread_rwlock_t, pthread_rwlockattr_t, timespec};
-use scalelock::wait::{Clock, Deadline, SpinBudget, Spinner};
+use scalelock::wait::{spin_until, Awake, Clock, Deadline};
 use scalelock::RawRwLock;
 
 /// The in-place view of a `pthread_rwlock_t` (see the module's drawing).
@@ -112,16 +112,7 @@ unsafe fn wait_of(clock: Option<Clock>, ts: *const timespec) -> Wait {
 /// writers counted in `spinning_writers`, so retry [`RwLock::try_read`] (which does), until it
 /// succeeds or `deadline` (if any) passes. Returns whether the read lock was taken.
 fn spin_read(rw: &RwLock, deadline: Option<&Deadline>) -> bool {
-    let mut spinner = Spinner::new(SpinBudget::Unbounded);
-    loop {
-        if rw.try_read() {
-            return true;
-        }
-        if deadline.is_some_and(Deadline::has_passed) {
-            return false;
-        }
-        spinner.spin();
-    }
+    spin_until(|| rw.try_read(), Awake::Spin, deadline)
 }
 
 impl RwLock {

@@ -7,8 +7,8 @@
 //!  between a process that runs under this library and one that does not.
 //! ```
 //!
-//! A waiter re-reads the word with scalelock's calibrated backoff ([`Spinner`]) for up to
-//! [`MAX_ADAPTIVE_SPIN_NS`], then yields the CPU (`sched_yield`) before spinning again, so that
+//! A waiter waits in the wait layer's [`spin_until`]: it re-reads the word with calibrated
+//! backoff for up to `MAX_ADAPTIVE_SPIN_NS`, then yields the CPU before spinning again, so that
 //! when threads outnumber cores the holder gets to run instead of being starved by spinners (glibc
 //! spins without ever yielding). With `SCALELOCK_LOCK=spin` it never yields.
 //!
@@ -21,7 +21,7 @@ use crate::route::{serve, Served};
 use core::ffi::c_int;
 use core::sync::atomic::{AtomicI32, Ordering};
 use libc::pthread_spinlock_t;
-use scalelock::wait::{SpinBudget, Spinner, MAX_ADAPTIVE_SPIN_NS};
+use scalelock::wait::{spin_until, Awake};
 
 const _: () = assert!(core::mem::size_of::<pthread_spinlock_t>() == 4);
 
@@ -54,24 +54,12 @@ fn try_take(w: &AtomicI32) -> bool {
 
 #[cold]
 fn lock_slow(w: &AtomicI32) {
-    let yields = mode() != Mode::Spin;
-    loop {
-        let mut spinner = Spinner::new(if yields {
-            SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS)
-        } else {
-            SpinBudget::Unbounded
-        });
-        while spinner.spin() {
-            if try_take(w) {
-                return;
-            }
-        }
-        if try_take(w) {
-            return;
-        }
-        // SAFETY: sched_yield has no preconditions.
-        unsafe { libc::sched_yield() };
-    }
+    let awake = if mode() == Mode::Spin {
+        Awake::Spin
+    } else {
+        Awake::SpinThenYield
+    };
+    spin_until(|| try_take(w), awake, None);
 }
 
 /// `pthread_spin_init`: process-shared or not, the same 0/1 word (see the module comment).
