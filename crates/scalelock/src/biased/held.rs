@@ -10,13 +10,14 @@ pub(super) struct Held {
     depth: [Cell<u32>; HELD],
     /// Entries in use: lets the common cases (none held) skip the scan.
     used: Cell<u32>,
-    /// Slow-path reads (for `clock_due`).
-    clock: Cell<u32>,
     /// Waits for a paused bias (for `sample_bias_wait`).
     bias_waits: Cell<u32>,
-    /// Reads of biased locks (deferred or not, not nested) since this thread last took a
-    /// biased lock's write lock.
+    /// Reads of biased locks (deferred or not, not nested) by this thread, wrapping: one count
+    /// serves both `take_reads` (the difference from `reads_taken`) and the slow path's clock
+    /// (`slow_read`), so that a read bumps one thread-local word.
     reads: Cell<u32>,
+    /// `reads` when this thread last took a biased lock's write lock.
+    reads_taken: Cell<u32>,
 }
 
 impl Held {
@@ -26,9 +27,9 @@ impl Held {
             slot: [const { Cell::new(0) }; HELD],
             depth: [const { Cell::new(0) }; HELD],
             used: Cell::new(0),
-            clock: Cell::new(0),
             bias_waits: Cell::new(0),
             reads: Cell::new(0),
+            reads_taken: Cell::new(0),
         }
     }
 }
@@ -44,7 +45,7 @@ loom::thread_local! {
 }
 
 #[cfg(not(loom))]
-#[inline]
+#[inline(always)]
 fn with<R>(f: impl FnOnce(&Held) -> R) -> Option<R> {
     HELD_LOCKS.try_with(f).ok()
 }
@@ -104,7 +105,7 @@ pub(super) fn record(entry: usize, key: usize, slot: usize) {
         h.slot[entry].set(slot);
         h.depth[entry].set(1);
         h.used.set(h.used.get() + 1);
-        h.reads.set(h.reads.get().saturating_add(1));
+        h.reads.set(h.reads.get().wrapping_add(1));
     });
 }
 
@@ -112,7 +113,11 @@ pub(super) fn record(entry: usize, key: usize, slot: usize) {
 /// as it takes a write lock.
 #[inline]
 pub(super) fn take_reads() -> u32 {
-    with(|h| h.reads.replace(0)).unwrap_or(0)
+    with(|h| {
+        let reads = h.reads.get();
+        reads.wrapping_sub(h.reads_taken.replace(reads))
+    })
+    .unwrap_or(0)
 }
 
 /// Releases one deferred read lock on `key`: `Some(Some(slot))` when the slot is to be
@@ -145,15 +150,13 @@ pub(super) fn sample_bias_wait() -> bool {
     with(|h| one_in(&h.bias_waits, REBIAS_RECORD_EVERY)).unwrap_or(false)
 }
 
-/// Counts a read through the underlying lock; true once every `CLOCK_EVERY` calls on this
-/// thread (always under loom), so the slow read path reads the clock rarely.
+/// Counts a read through the underlying lock; true once every `CLOCK_EVERY` reads of biased
+/// locks on this thread (always under loom), so the slow read path reads the clock rarely.
+/// (Deferred reads count too: while the bias is off, which is when the clock matters, reads
+/// take the slow path, so one in `CLOCK_EVERY` of them looks.)
 #[inline]
 pub(super) fn slow_read() -> bool {
-    with(|h| {
-        h.reads.set(h.reads.get().saturating_add(1));
-        one_in(&h.clock, CLOCK_EVERY)
-    })
-    .unwrap_or(false)
+    with(|h| one_in(&h.reads, CLOCK_EVERY)).unwrap_or(false)
 }
 
 /// Counts one more event on `count`; true for one in `n` (for every one under loom, so that

@@ -28,8 +28,9 @@
 //! cost (`bias_pays`):
 //!
 //! - a read saves about one coherence miss on the lock word (taken as 32 ns) when readers on
-//!   several CPUs share the lock (revocations find a reader inside at least once in 16), and a
-//!   few ns (2) for a lone reader;
+//!   several CPUs share the lock (revocations find a reader inside at least once in 16), and
+//!   nothing for a lone reader, whose deferred read does an atomic read-modify-write as the
+//!   plain read does, and more work besides: for a lone reader the bias never pays;
 //! - a revocation costs what the writer measures (one revocation in 8 is timed; the time spent
 //!   waiting for readers already inside is left out, as any rwlock's writer waits for those),
 //!   and, when readers share the lock, what they wait while the bias is paused: the writer
@@ -382,6 +383,27 @@ impl RawBiasedRwLock {
     /// visible-readers table; otherwise it takes the underlying [`RawRwLock`]'s read lock.
     #[inline]
     pub fn lock_shared(&self) {
+        // The two common cases inline: the bias on (through the table), and the bias off with
+        // no deferred read lock held by this thread (which would have to nest), where the read
+        // is the underlying lock's. The rest is out of line.
+        if !held::holds_any() {
+            match self.rbias.load(Ordering::Relaxed) {
+                BIASED if self.enter_table(0) => return,
+                OFF => {
+                    self.lock.lock_shared();
+                    self.maybe_rebias();
+                    return;
+                }
+                _ => {}
+            }
+        }
+        self.lock_shared_slow();
+    }
+
+    /// `lock_shared` past its inline cases: nesting, a paused bias, or a failed first try of
+    /// the table.
+    #[inline(never)]
+    fn lock_shared_slow(&self) {
         if !self.try_deferred() && !self.retry_deferred() {
             self.lock.lock_shared();
             self.maybe_rebias();
@@ -512,25 +534,34 @@ impl RawBiasedRwLock {
     /// The fast path: enter through the visible-readers table if the bias is on (or nest in a
     /// deferred read lock this thread already holds). Returns false if the caller must take the
     /// underlying lock.
-    #[inline]
+    #[inline(always)]
     fn try_deferred(&self) -> bool {
-        // The checks are inline, the table's probing is not (too large to inline): with the
-        // bias off (the path frequent writes leave) a read then costs what a plain `RwLock`
-        // read does plus two loads, not a call.
-        let entry = if held::holds_any() {
-            match held::nest(self.key()) {
-                held::Nest::Nested => return true,
-                held::Nest::Full => return false,
-                held::Nest::Free(entry) => entry,
-            }
-        } else {
-            0
+        // Two loads are inline (this thread's count of deferred locks, the bias); the table's
+        // probing and the nesting look-up are not (too large to inline): with the bias off
+        // (the path frequent writes leave) a read then costs what a plain `RwLock` read does
+        // plus those loads, not a call; with it on, one call.
+        if held::holds_any() {
+            return self.try_deferred_holding();
+        }
+        self.rbias.load(Ordering::Relaxed) == BIASED && self.enter_table(0)
+    }
+
+    /// `try_deferred` for a thread that holds deferred read locks already: nests into its
+    /// read of this lock, or records a new one in a free entry.
+    #[inline(never)]
+    fn try_deferred_holding(&self) -> bool {
+        let entry = match held::nest(self.key()) {
+            held::Nest::Nested => return true,
+            held::Nest::Full => return false,
+            held::Nest::Free(entry) => entry,
         };
         self.rbias.load(Ordering::Relaxed) == BIASED && self.enter_table(entry)
     }
 
     /// The body of `try_deferred`: publishes this reader in a free slot of its CPU's row, and
-    /// records it in `entry` of the thread's held locks.
+    /// records it in `entry` of the thread's held locks. The first probe is inline (the
+    /// common case: this lock's slot in the row is free); the others are not.
+    #[inline(always)]
     fn enter_table(&self, entry: usize) -> bool {
         let key = self.key();
         let row = table::my_row();
@@ -542,31 +573,53 @@ impl RawBiasedRwLock {
         } else {
             (key >> 6) ^ (key >> 12)
         };
-        for probe in 0..PROBES {
-            let id = row * SLOTS + (start + probe) % SLOTS;
-            let slot = table::slot(id);
-            if slot.load(Ordering::Relaxed) == 0
-                && slot
-                    .compare_exchange(0, key, Ordering::SeqCst, Ordering::Relaxed)
-                    .is_ok()
-            {
-                sc_fence();
-                // Acquire (SeqCst): the reader that turned the bias on held the underlying read
-                // lock, after the last writer's release; that orders us after that writer.
-                if self.rbias.load(Ordering::SeqCst) == BIASED {
-                    held::record(entry, key, id);
-                    return true;
-                }
+        match self.enter_slot(entry, row * SLOTS + start % SLOTS) {
+            Some(entered) => entered,
+            None => self.enter_table_probing(entry, row, start),
+        }
+    }
 
-                // A writer revoked the bias meanwhile: withdraw, and wake it (it may be waiting
-                // for this slot).
-                slot.store(0, Ordering::Release);
-                self.wake_revoker();
-
-                return false;
+    /// `enter_table`'s other probes, once the first slot was taken.
+    #[inline(never)]
+    fn enter_table_probing(&self, entry: usize, row: usize, start: usize) -> bool {
+        for probe in 1..PROBES {
+            if let Some(entered) = self.enter_slot(entry, row * SLOTS + (start + probe) % SLOTS) {
+                return entered;
             }
         }
         false
+    }
+
+    /// Tries to publish this reader in slot `id`: `None` if the slot is taken, else whether
+    /// the reader entered (false: the bias was revoked meanwhile, and it withdrew).
+    #[inline(always)]
+    fn enter_slot(&self, entry: usize, id: usize) -> Option<bool> {
+        let key = self.key();
+        let slot = table::slot(id);
+        if slot.load(Ordering::Relaxed) != 0
+            || slot
+                .compare_exchange(0, key, Ordering::SeqCst, Ordering::Relaxed)
+                .is_err()
+        {
+            return None;
+        }
+        sc_fence();
+        // Acquire (SeqCst): the reader that turned the bias on held the underlying read
+        // lock, after the last writer's release; that orders us after that writer.
+        if self.rbias.load(Ordering::SeqCst) == BIASED {
+            held::record(entry, key, id);
+            return Some(true);
+        }
+        self.withdraw(slot);
+        Some(false)
+    }
+
+    /// A writer revoked the bias while this reader published its slot: withdraw, and wake the
+    /// writer (it may be waiting for this slot).
+    #[cold]
+    fn withdraw(&self, slot: &AtomicUsize) {
+        slot.store(0, Ordering::Release);
+        self.wake_revoker();
     }
 
     /// A deferred reader leaves: one plain store to its own slot. If a revocation is under way

@@ -11,8 +11,10 @@ mod imp {
     use super::SLOTS;
     use core::sync::atomic::{AtomicUsize, Ordering};
 
-    /// Rows in the static table; CPUs beyond it share rows (correct, only slower).
+    /// Rows in the static table; CPUs beyond it share rows (correct, only slower). A power of
+    /// two, so that `slot` wraps ids with a mask.
     const MAX_ROWS: usize = 256;
+    const _: () = assert!(MAX_ROWS.is_power_of_two());
 
     #[repr(align(128))]
     struct Row([AtomicUsize; SLOTS]);
@@ -55,9 +57,12 @@ mod imp {
         }
     }
 
+    /// Slot `id` of the table, counted row by row (`row * SLOTS + index`). Ids beyond the
+    /// table wrap around (callers pass ids below `rows() * SLOTS`; the wrap spares the
+    /// readers' path a bounds check).
     #[inline]
     pub(crate) fn slot(id: usize) -> &'static AtomicUsize {
-        &TABLE[id / SLOTS].0[id % SLOTS]
+        &TABLE[(id / SLOTS) % MAX_ROWS].0[id % SLOTS]
     }
 }
 
