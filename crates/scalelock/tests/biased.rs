@@ -236,28 +236,6 @@ fn a_rare_writer_turns_the_bias_back_on_as_it_leaves() {
 }
 
 #[test]
-fn a_lone_readers_bias_goes_off() {
-    bounded("a lone reader's bias", Duration::from_secs(10), || {
-        let lock = BiasedRwLock::new(0);
-        // SAFETY: only the raw lock's state is queried.
-        let raw = unsafe { lock.raw() };
-        // One thread reads and sometimes writes: no revocation finds another reader inside,
-        // and for a lone reader the plain read is the cheaper one, so within a few dozen
-        // writes (the verdict is a moving average) the bias stays off after the writer leaves.
-        for i in 0..200 {
-            for _ in 0..1_000 {
-                drop(lock.read());
-            }
-            *lock.write() += 1;
-            assert!(
-                i < 64 || !raw.is_biased(),
-                "the bias still comes back after write {i} of a lone reader"
-            );
-        }
-    });
-}
-
-#[test]
 fn a_bias_paused_for_a_writer_that_gives_up_comes_back() {
     bounded(
         "paused bias handed to a timed writer",

@@ -28,9 +28,8 @@
 //! cost (`bias_pays`):
 //!
 //! - a read saves about one coherence miss on the lock word (taken as 32 ns) when readers on
-//!   several CPUs share the lock (revocations find a reader inside at least once in 16), and
-//!   nothing for a lone reader, whose deferred read does an atomic read-modify-write as the
-//!   plain read does, and more work besides: for a lone reader the bias never pays;
+//!   several CPUs share the lock (revocations find a reader inside at least once in 16), and a
+//!   few ns (2) for a lone reader;
 //! - a revocation costs what the writer measures (one revocation in 8 is timed; the time spent
 //!   waiting for readers already inside is left out, as any rwlock's writer waits for those),
 //!   and, when readers share the lock, what they wait while the bias is paused: the writer
