@@ -1,8 +1,17 @@
 //! Per-thread record of the deferred read locks a thread holds: which lock, which slot, and how
 //! many nested reads share that slot. Fixed size, no destructor, no allocation.
 
-use super::protocol::{CLOCK_EVERY, HELD, REBIAS_RECORD_EVERY};
 use core::cell::Cell;
+
+/// Deferred read locks one thread can hold at once (more take the slow path).
+const HELD: usize = 8;
+/// Slow-path reads between two looks at the clock (to re-enable the bias).
+const CLOCK_EVERY: u32 = 256;
+/// A reader that waits for a paused bias records how the wait went (for the learned wait) in
+/// one case in this many: the learned wait lives in the bias's cache line, which every deferred
+/// reader reads, and a store there after every wait would take that line from all of them (and
+/// from the writer, whose next read would miss it) once per write and waiting reader.
+const REBIAS_RECORD_EVERY: u32 = 16;
 
 pub(super) struct Held {
     key: [Cell<usize>; HELD],

@@ -154,21 +154,12 @@ use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Subject, Waiter};
 
 /// Slots a reader tries in its row before it takes the slow path.
 const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
-/// Deferred read locks one thread can hold at once (more take the slow path).
-pub(super) const HELD: usize = 8;
 /// A back-off window is this many times the average revocation cost, times `2^backoff`.
 const INHIBIT_FACTOR: u64 = 2;
 /// One revocation in this many is timed (two clock reads, and one at the unlock before it).
 const TIME_EVERY: u32 = if cfg!(loom) { 1 } else { 8 };
 /// The largest back-off exponent: the bias stays off at most `2^10 x 2 x` the revocation cost.
 const MAX_BACKOFF: u32 = 10;
-/// Slow-path reads between two looks at the clock (to re-enable the bias).
-pub(super) const CLOCK_EVERY: u32 = 256;
-/// A reader that waits for a paused bias records how the wait went (for the learned wait) in
-/// one case in this many: the learned wait lives in the bias's cache line, which every deferred
-/// reader reads, and a store there after every wait would take that line from all of them (and
-/// from the writer, whose next read would miss it) once per write and waiting reader.
-pub(super) const REBIAS_RECORD_EVERY: u32 = 16;
 
 /// `rbias`: readers may enter through the visible-readers table.
 const BIASED: u32 = 1;
