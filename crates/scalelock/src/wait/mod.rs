@@ -34,6 +34,8 @@ pub use spin::{
     note_wake, note_woken, pause_ps, set_spin_policy, spin_policy, wake_latency_ns, SpinBudget,
     SpinEstimate, SpinPolicy, SpinPolicyParseError, Spinner, MAX_ADAPTIVE_SPIN_NS,
 };
+#[cfg(test)]
+pub(crate) use waiter::RETAKES_FUTILE;
 pub(crate) use waiter::{Subject, Waiter};
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! [`Waiter`]'s deadline and yields under every policy. (The public surface is tested in `tests/wait.rs`.)
 
 use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS};
-use super::waiter::YIELDS;
+use super::waiter::{PROBE_FACTOR, RETAKES_FUTILE, YIELDS};
 use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
 use crate::sync::AtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
@@ -246,6 +246,38 @@ fn only_an_adaptive_waiter_yields_where_spinning_is_forbidden_and_only_a_few_tim
 }
 
 #[test]
+fn a_waiter_told_the_lock_keeps_being_retaken_stops_spinning_and_yields_then_sleeps() {
+    let e = SpinEstimate::new();
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    assert!(
+        w.watches(),
+        "an Adaptive yielding waiter watches for re-takes"
+    );
+    for _ in 0..RETAKES_FUTILE {
+        w.retaken();
+    }
+    assert!(
+        !w.watches(),
+        "a waiter whose spinning is futile stops watching"
+    );
+    let mut steps = 0;
+    while w.spin_or_yield(true, true) {
+        steps += 1;
+        assert!(steps <= YIELDS, "it spun although its spinning is futile");
+    }
+    assert_eq!(steps, YIELDS, "its wait goes on as yields, then it sleeps");
+    assert_eq!(w.spun_ns(), 0);
+    // Other policies neither yield nor watch.
+    for policy in [
+        SpinPolicy::Never,
+        SpinPolicy::Fixed(500),
+        SpinPolicy::Always,
+    ] {
+        assert!(!Waiter::under(policy, &e, None).watches(), "{policy:?}");
+    }
+}
+
+#[test]
 fn a_waiter_whose_deadline_has_passed_does_not_yield() {
     let e = SpinEstimate::new();
     let past = Deadline::after(Duration::ZERO);
@@ -272,8 +304,8 @@ fn a_waiter_sharing_its_cpu_with_a_runnable_thread_cuts_its_spin_short_and_yield
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     // A thread that always wants the CPU, on the same CPU as the waiter: the probe yield runs
-    // it, so the waiter must cut its spin to twice the lock's estimate (a fresh lock's budget is
-    // four times it) and wait by yielding.
+    // it, so the waiter must cut its spin to twice the lock's estimate (its budget here is the
+    // floor, twice the probe point) and wait by yielding.
     let stop = Arc::new(AtomicBool::new(false));
     let busy = {
         let stop = stop.clone();
@@ -292,11 +324,12 @@ fn a_waiter_sharing_its_cpu_with_a_runnable_thread_cuts_its_spin_short_and_yield
     for _ in 0..100 {
         // A fresh estimate each time: a failed spin shrinks the budget of the next.
         let e = SpinEstimate::new();
-        let budget = match e.budget_under(SpinPolicy::Adaptive, 0) {
+        let floor = 2 * PROBE_FACTOR * e.get();
+        let budget = match e.budget_under(SpinPolicy::Adaptive, floor) {
             SpinBudget::Nanos(ns) => ns,
             b => panic!("adaptive budget {b:?}"),
         };
-        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+        let mut w = Waiter::under_with_floor(SpinPolicy::Adaptive, &e, None, floor);
         let mut steps = 0;
         while w.spin(true) {
             steps += 1;

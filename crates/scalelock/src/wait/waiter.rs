@@ -12,9 +12,9 @@
 //! Policies, in one place:
 //! - `Adaptive`: spin while the lock's protocol allows it and the budget lasts, then sleep; a
 //!   waiter made [`yielding`](Waiter::yielding) (the mutex's) *yields* the CPU a few times
-//!   before it sleeps. After spinning about as long as a spin that paid has taken on
-//!   this lock (its estimate, at least a short probe), the waiter yields once and times
-//!   the yield: one that returns at once ran nobody else (no other thread wants this CPU: spinning
+//!   before it sleeps. After spinning [`PROBE_FACTOR`] times as long as a spin that paid has
+//!   taken on this lock (its estimate, at least a short probe), the waiter yields once and
+//!   times the yield: one that returns at once ran nobody else (no other thread wants this CPU: spinning
 //!   is free, and the waiter spins out its learned budget, four times the lock's estimate); one
 //!   that took longer handed the CPU to another runnable thread, so threads outnumber CPUs here,
 //!   and the waiter spins only about as long as a spin that paid has taken on this lock (twice
@@ -24,7 +24,12 @@
 //!   costs the waiter a system call but costs the lock's holder nothing, where a sleep costs the
 //!   unlocker a futex wake, so a hot lock keeps running at the speed of its uncontended path on
 //!   one CPU while waiters cycle through the other. Only after [`YIELDS`] yields without the
-//!   lock does the waiter sleep. A protocol may allow yields where it forbids spinning (the
+//!   lock does the waiter sleep. A waiter that the lock's protocol tells that the lock was
+//!   released and re-taken by others between its looks ([`retaken`](Waiter::retaken), the
+//!   mutex's) stops spinning after [`RETAKES_FUTILE`] such looks and goes on to its yields: a
+//!   lock that changes hands faster than the waiter catches it (a thread re-taking it with
+//!   nothing between) is one whose line the spinner only pulls away, where a long hold shows
+//!   no re-take and its waiter spins on. A protocol may allow yields where it forbids spinning (the
 //!   mutex: while sleepers are announced, see [`spin_or_yield`](Waiter::spin_or_yield)).
 //!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
 //!   has not been shown to pay, and a reader waiting out a writer's short hold, or a writer
@@ -57,6 +62,16 @@ pub(crate) const YIELDS: u32 = if cfg!(loom) { 1 } else { 7 };
 /// (well under a microsecond), where switching to another thread and back costs two context
 /// switches and that thread's run.
 const QUICK_YIELD_NS: u64 = 2_000;
+
+/// The probe yield comes after this many times the lock's estimate of spinning (at least
+/// `MIN_PROBE_NS`): the estimate is learned from waits that ended within the spin, so a probe at
+/// the estimate itself would cut short every wait longer than it, and the estimate, learning
+/// only from the shorter ones, would shrink below the lock's hold time.
+pub(crate) const PROBE_FACTOR: u32 = 4;
+
+/// Looks at which the lock had been released and re-taken by other threads since this waiter's
+/// previous look (see [`Waiter::retaken`]) after which its spinning is futile.
+pub(crate) const RETAKES_FUTILE: u32 = 2;
 
 /// Whom a wait is recorded for in lockstat.
 #[derive(Clone, Copy)]
@@ -93,9 +108,12 @@ pub(crate) struct Waiter<'a> {
     yields: u32,
     /// The probe yield has been made (see the module docs).
     probed: bool,
-    /// Nanoseconds of spinning before the probe yield: about as long as a spin that paid has
-    /// taken on this lock (its estimate), at least `MIN_PROBE_NS`.
+    /// Nanoseconds of spinning before the probe yield: [`PROBE_FACTOR`] times as long as a spin
+    /// that paid has taken on this lock (its estimate), at least `MIN_PROBE_NS`.
     probe_at: u32,
+    /// Looks that found the lock released and re-taken without this waiter (see
+    /// [`retaken`](Waiter::retaken)).
+    retakes: u32,
     subject: Subject<'a>,
     rec: stats::Recorder,
 }
@@ -145,9 +163,21 @@ impl<'a> Waiter<'a> {
         estimate: &'a SpinEstimate,
         deadline: Option<&'a Deadline>,
     ) -> Waiter<'a> {
+        Waiter::under_with_floor(policy, estimate, deadline, 0)
+    }
+
+    /// [`under`](Self::under), with a floor under an `Adaptive` budget (as a lock's half a
+    /// wake-up latency).
+    #[cfg(test)]
+    pub(crate) fn under_with_floor(
+        policy: super::SpinPolicy,
+        estimate: &'a SpinEstimate,
+        deadline: Option<&'a Deadline>,
+        floor: u32,
+    ) -> Waiter<'a> {
         let mut w = Waiter::with_spinner(
             estimate,
-            estimate.budget_under(policy, 0),
+            estimate.budget_under(policy, floor),
             false,
             deadline,
             Subject::Nobody,
@@ -180,7 +210,11 @@ impl<'a> Waiter<'a> {
             slept_at: 0,
             yields: 0,
             probed: false,
-            probe_at: estimate.get().max(MIN_PROBE_NS),
+            probe_at: estimate
+                .get()
+                .saturating_mul(PROBE_FACTOR)
+                .max(MIN_PROBE_NS),
+            retakes: 0,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
             } else {
@@ -190,8 +224,8 @@ impl<'a> Waiter<'a> {
         }
     }
 
-    /// Lets this waiter yield under `SpinPolicy::Adaptive`: a probe yield once it has spun about
-    /// as long as a spin that paid takes on its lock, and up to [`YIELDS`] yields in all before
+    /// Lets this waiter yield under `SpinPolicy::Adaptive`: a probe yield once it has spun a few
+    /// times as long as a spin that paid takes on its lock, and up to [`YIELDS`] yields in all before
     /// it sleeps (see the module docs). A lock opts in where
     /// its waiters are better off giving their CPU away than spinning for it when threads
     /// outnumber CPUs.
@@ -224,7 +258,7 @@ impl<'a> Waiter<'a> {
     /// sleeper, which a protocol without a hand-off for starving sleepers must not allow.
     #[inline]
     pub(crate) fn spin_or_yield(&mut self, spin_ok: bool, yield_ok: bool) -> bool {
-        if (self.unbounded || spin_ok) && self.in_time() {
+        if (self.unbounded || spin_ok) && self.retakes < RETAKES_FUTILE && self.in_time() {
             if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= self.probe_at {
                 self.probed = true;
                 self.yields -= 1;
@@ -255,6 +289,25 @@ impl<'a> Waiter<'a> {
             return true;
         }
         false
+    }
+
+    /// Whether the lock's protocol should tell this waiter when the lock is released and
+    /// re-taken by other threads between two of its looks (see [`retaken`](Self::retaken)):
+    /// only a yielding waiter that still spins uses it.
+    #[inline]
+    pub(crate) fn watches(&self) -> bool {
+        self.yields > 0 && self.retakes < RETAKES_FUTILE
+    }
+
+    /// The lock was released and re-taken by other threads since this waiter's previous look.
+    /// After [`RETAKES_FUTILE`] such looks the waiter stops spinning and goes on to its yields
+    /// (then its sleep): the lock is changing hands at a rate this waiter does not catch (a
+    /// thread that re-takes it at once, with nothing between), and spinning for it only pulls
+    /// its cache line away from the threads that use it. A long hold shows no re-take, so its
+    /// waiter spins on, about as long as a spin that paid has taken on the lock.
+    #[inline]
+    pub(crate) fn retaken(&mut self) {
+        self.retakes += 1;
     }
 
     /// After [`spin`](Self::spin) said no: spin one step of the grace spin, if there is one, the
