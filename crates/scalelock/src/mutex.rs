@@ -23,10 +23,10 @@
 //! # State word
 //!
 //! ```text
-//!   31              6         5                4          3          2           1         0
-//!  +----------------+---------+----------------+---------+----------+-----------+---------+
-//!  |     unused     | WATCHED | MAYBE_SLEEPING | HANDOFF | STARVING | CONTENDED | LOCKED  |
-//!  +----------------+---------+----------------+---------+----------+-----------+---------+
+//!   31                    5          4          3          2           1         0
+//!  +----------------------+----------------+---------+----------+-----------+---------+
+//!  |        unused        | MAYBE_SLEEPING | HANDOFF | STARVING | CONTENDED | LOCKED  |
+//!  +----------------------+----------------+---------+----------+-----------+---------+
 //!
 //!  LOCKED          held (stays set across a hand-off)
 //!  CONTENDED       a thread announced that it sleeps on the word: unlock must wake one, and
@@ -36,10 +36,6 @@
 //!  STARVING        a sleeper waited > 1 ms: no spinning, no barging, unlock hands off
 //!  HANDOFF         ownership passed to "a thread that has slept"; the first such thread to see it
 //!                  clears it and owns the lock
-//!  WATCHED         a spinning waiter asks to see the next release: unlock clears it (taking the
-//!                  slow path), so a waiter that finds the lock held again without it knows the
-//!                  lock was released and re-taken by another thread between two of its looks.
-//!                  A hint only: no transition depends on it, and it is set only while LOCKED
 //!
 //!  transitions                                      by
 //!  0 ------------------------------> LOCKED          lock, fast path (CAS)
@@ -47,11 +43,8 @@
 //!  s(!LOCKED) ----------------------> s|LOCKED       lock, slow path (a thread that has slept
 //!                                                    also sets MAYBE_SLEEPING)
 //!  s(LOCKED) -----------------------> s|CONTENDED    a waiter, before futex_wait(s|CONTENDED)
-//!  s(LOCKED) -----------------------> s|WATCHED      a spinning waiter (see Waiter::retaken)
 //!  s(LOCKED,CONTENDED) -------------> s|STARVING     a sleeper that waited > 1 ms
-//!  s(CONTENDED, MAYBE_SLEEPING or WATCHED)
-//!                        ----------> s&!(LOCKED|CONTENDED|MAYBE_SLEEPING|STARVING|WATCHED),
-//!                                    wake(1) if CONTENDED or MAYBE_SLEEPING was set
+//!  s(CONTENDED or MAYBE_SLEEPING) --> s&!(LOCKED|CONTENDED|MAYBE_SLEEPING|STARVING), wake(1)
 //!                                                    unlock, slow path
 //!  s(STARVING or fair, either) -----> s|HANDOFF, wake(1)
 //!                                                    unlock with hand-off; if nobody was
@@ -75,7 +68,6 @@ const CONTENDED: u32 = 2;
 const STARVING: u32 = 4;
 const HANDOFF: u32 = 8;
 const MAYBE_SLEEPING: u32 = 16;
-const WATCHED: u32 = 32;
 /// Either flag obliges `unlock` to wake a sleeper.
 const WAKE_ON_UNLOCK: u32 = CONTENDED | MAYBE_SLEEPING;
 
@@ -260,8 +252,6 @@ impl RawMutex {
     fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
         let mut w = Waiter::new(&self.spin, deadline, Subject::Held(self)).yielding();
         let mut starving = false;
-        // This waiter has seen WATCHED set on the current hold (set it, or found it set).
-        let mut watching = false;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             // Free: take it. A thread that has slept cannot know whether others still sleep, so it
@@ -306,12 +296,9 @@ impl RawMutex {
             // (a yielder costs the holder nothing and keeps the unlock path free of wake-ups),
             // but not in starvation mode, which bounds what it barges ahead of.
             if w.spin_or_yield(s & (CONTENDED | STARVING) == 0, s & STARVING == 0) {
-                s = self.state.load(Ordering::Relaxed);
-                if s & LOCKED != 0 {
-                    s = self.watch(&mut w, &mut watching, s);
-                } else {
-                    watching = false;
-                }
+                // A look that finds the lock re-taken since the last one tells the waiter that
+                // spinning does not catch this lock (see Waiter::look).
+                s = w.look(&self.state, |s| s & LOCKED != 0);
                 continue;
             }
 
@@ -345,35 +332,6 @@ impl RawMutex {
                 return w.ended(got);
             }
             s = self.state.load(Ordering::Relaxed);
-        }
-    }
-
-    /// A spinning waiter found the lock held (`s`): if the WATCHED it saw set is gone, the lock
-    /// was released and re-taken since its last look, which it tells its waiter; and while the
-    /// waiter still spins, it sets WATCHED (one compare-exchange per hold it watches, none if
-    /// another waiter has set it). Returns the state word as last seen.
-    #[inline]
-    fn watch(&self, w: &mut Waiter<'_>, watching: &mut bool, s: u32) -> u32 {
-        if s & WATCHED != 0 {
-            *watching = true;
-            return s;
-        }
-        if *watching {
-            *watching = false;
-            w.retaken();
-        }
-        if !w.watches() {
-            return s;
-        }
-        match self
-            .state
-            .compare_exchange(s, s | WATCHED, Ordering::Relaxed, Ordering::Relaxed)
-        {
-            Ok(_) => {
-                *watching = true;
-                s | WATCHED
-            }
-            Err(current) => current,
         }
     }
 
@@ -449,7 +407,7 @@ impl RawMutex {
             }
             match self.state.compare_exchange_weak(
                 s,
-                s & !(LOCKED | WAKE_ON_UNLOCK | STARVING | WATCHED),
+                s & !(LOCKED | WAKE_ON_UNLOCK | STARVING),
                 Ordering::Release,
                 Ordering::Relaxed,
             ) {
@@ -622,45 +580,3 @@ pub type ReentrantMutex<T> = lock_api::ReentrantMutex<RawMutex, RawThreadId, T>;
 /// ```
 #[cfg(not(loom))]
 pub type ReentrantMutexGuard<'a, T> = lock_api::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
-
-#[cfg(all(test, not(loom)))]
-mod tests {
-    use super::*;
-    use crate::wait::SpinPolicy;
-
-    #[test]
-    fn a_watching_waiter_learns_of_each_release_and_retake_and_then_stops_watching() {
-        let m = RawMutex::new();
-        m.lock();
-        let mut w = Waiter::under(SpinPolicy::Adaptive, &m.spin, None);
-        let mut watching = false;
-        let s = m.watch(&mut w, &mut watching, m.state.load(Ordering::Relaxed));
-        assert!(
-            watching && s == LOCKED | WATCHED,
-            "the waiter marks the hold: {s:#x}"
-        );
-        // SAFETY: locked above.
-        unsafe { m.unlock() };
-        assert_eq!(m.state.load(Ordering::Relaxed), 0, "unlock clears the mark");
-        assert!(
-            m.try_lock_idle(),
-            "and leaves the lock idle for the fast path"
-        );
-        let mut retakes = 0;
-        while w.watches() {
-            let s = m.watch(&mut w, &mut watching, m.state.load(Ordering::Relaxed));
-            retakes += 1;
-            if w.watches() {
-                assert_eq!(s, LOCKED | WATCHED, "a re-take is watched again");
-            }
-            // SAFETY: locked by `try_lock_idle` or `lock` on this thread.
-            unsafe { m.unlock() };
-            m.lock();
-            assert!(retakes <= 10, "the waiter never stopped watching");
-        }
-        assert_eq!(retakes, crate::wait::RETAKES_FUTILE);
-        // SAFETY: locked above.
-        unsafe { m.unlock() };
-        assert_eq!(m.state.load(Ordering::Relaxed), 0);
-    }
-}

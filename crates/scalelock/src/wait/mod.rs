@@ -9,6 +9,8 @@
 //!   per-lock budget, and the process-wide policy (`SCALELOCK_SPIN`).
 //! - [`spin_until`]: a wait that never sleeps, for a condition nobody can sleep on (a
 //!   process-shared spinlock word) or a mode that spins by definition.
+//! - `look` (crate-internal): a load of a lock word, timed to tell whether its cache line came
+//!   from another CPU ([`looks_are_timed`] says whether this build and CPU can).
 //! - `Waiter` (crate-internal): one wait of one thread for one lock. Every lock's contended path
 //!   asks it whether to spin once more and sleeps through it; it owns the spinner, the learning,
 //!   the deadline and the lockstat record of the wait.
@@ -17,6 +19,7 @@
 
 mod awake;
 mod deadline;
+mod look;
 mod spin;
 mod waiter;
 
@@ -30,12 +33,11 @@ pub mod futex;
 
 pub use awake::{spin_until, Awake};
 pub use deadline::{now_ns, Clock, Deadline};
+pub use look::looks_are_timed;
 pub use spin::{
     note_wake, note_woken, pause_ps, set_spin_policy, spin_policy, wake_latency_ns, SpinBudget,
     SpinEstimate, SpinPolicy, SpinPolicyParseError, Spinner, MAX_ADAPTIVE_SPIN_NS,
 };
-#[cfg(test)]
-pub(crate) use waiter::RETAKES_FUTILE;
 pub(crate) use waiter::{Subject, Waiter};
 
 #[cfg(test)]

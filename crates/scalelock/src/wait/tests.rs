@@ -351,3 +351,60 @@ fn a_waiter_sharing_its_cpu_with_a_runnable_thread_cuts_its_spin_short_and_yield
         "{steps} steps: the yields are part of the wait"
     );
 }
+
+#[test]
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+fn a_look_at_a_word_another_cpu_wrote_sees_its_line_moved() {
+    use super::look::{look, MOVED_NS};
+    use crossbeam_utils::CachePadded;
+    use std::sync::atomic::Ordering::{Acquire, Release};
+    // The writer (CPU 1) stores into `word`, then passes the turn; the reader (CPU 0) waits for
+    // its turn, looks at `word` once, and passes the turn back. Every look reads a line that
+    // the other CPU wrote last.
+    const ROUNDS: u32 = 400;
+    let word = CachePadded::new(AtomicU32::new(0));
+    let turn = CachePadded::new(AtomicU32::new(0));
+    let mut moved = 0;
+    let mut pinned = true;
+    let mut started = None;
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| {
+            let ok = pin_to(1);
+            for i in 1..=ROUNDS {
+                word.store(i, Relaxed);
+                turn.store(2 * i - 1, Release);
+                while turn.load(Acquire) != 2 * i {
+                    core::hint::spin_loop();
+                }
+            }
+            ok
+        });
+        pinned &= pin_to(0);
+        for i in 1..=ROUNDS {
+            while turn.load(Acquire) != 2 * i - 1 {
+                core::hint::spin_loop();
+            }
+            if i == 1 {
+                started = Some(Instant::now());
+            }
+            let l = look(&word);
+            assert_eq!(l.value, i);
+            moved += u32::from(l.moved);
+            turn.store(2 * i, Release);
+        }
+        pinned &= writer.join().unwrap();
+    });
+    // Each round hands the turn over and back (two line transfers) and moves `word` once:
+    // about three transfers. Where a transfer is not clearly slower than the threshold (two
+    // CPUs that share a cache, or one CPU), a look cannot tell, and there is nothing to check.
+    let rounds_ns = started.map_or(0, |t| t.elapsed().as_nanos() as u64);
+    let transfer_ns = rounds_ns / (3 * u64::from(ROUNDS - 1));
+    if !pinned || transfer_ns < 3 * MOVED_NS {
+        return;
+    }
+    assert!(
+        moved > ROUNDS / 2,
+        "{moved} of {ROUNDS} looks saw the line another CPU wrote move (a transfer takes about \
+         {transfer_ns} ns)"
+    );
+}

@@ -24,13 +24,15 @@
 //!   costs the waiter a system call but costs the lock's holder nothing, where a sleep costs the
 //!   unlocker a futex wake, so a hot lock keeps running at the speed of its uncontended path on
 //!   one CPU while waiters cycle through the other. Only after [`YIELDS`] yields without the
-//!   lock does the waiter sleep. A waiter that the lock's protocol tells that the lock was
-//!   released and re-taken by others between its looks ([`retaken`](Waiter::retaken), the
-//!   mutex's) stops spinning after [`RETAKES_FUTILE`] such looks and goes on to its yields: a
-//!   lock that changes hands faster than the waiter catches it (a thread re-taking it with
-//!   nothing between) is one whose line the spinner only pulls away, where a long hold shows
-//!   no re-take and its waiter spins on. A protocol may allow yields where it forbids spinning (the
-//!   mutex: while sleepers are announced, see [`spin_or_yield`](Waiter::spin_or_yield)).
+//!   lock does the waiter sleep. A waiter that finds, on one of its [`look`](Waiter::look)s,
+//!   that the lock's word came from another CPU's cache and the lock is held (the lock was
+//!   released and re-taken, or marked, by others since its previous look) stops spinning after
+//!   [`RETAKES_FUTILE`] such looks and goes on to its yields: a lock that changes hands faster
+//!   than the waiter catches it (a thread re-taking it with nothing between) is one whose line
+//!   the spinner only pulls away from the threads using it, where a long hold leaves the line
+//!   in the waiter's cache and its waiter spins on. A protocol may allow yields where it forbids
+//!   spinning (the mutex: while sleepers are announced, see
+//!   [`spin_or_yield`](Waiter::spin_or_yield)).
 //!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
 //!   has not been shown to pay, and a reader waiting out a writer's short hold, or a writer
 //!   draining readers, waits for a release that comes within a spin.
@@ -44,14 +46,16 @@
 //!   [`DEADLINE_CHECK_EVERY`] steps, whatever the budget.
 //!
 //! Layering: the waiter sits above `stats` (it records into lockstat), which sits above the
-//! wait layer's clock (`deadline.rs`); the spinner, the estimate and the futex know nothing of
-//! either.
+//! wait layer's clock (`deadline.rs`); the spinner, the estimate, the timed look and the futex
+//! know nothing of the waiter or of `stats` (the spinner and the look read the clock only to
+//! calibrate themselves).
 
 use super::futex::{self, WaitOutcome};
+use super::look::look;
 use super::spin::{yield_cpu, DEADLINE_CHECK_EVERY, MIN_PROBE_NS};
 use super::{now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 use crate::stats::{self, HoldSampled};
-use crate::sync::AtomicU32;
+use crate::sync::{AtomicU32, Ordering};
 
 /// Yields an `Adaptive` waiter makes, at most, between its spin and its sleep (with the probe
 /// yield). parking_lot's waiters also yield a handful of times before they park; more would
@@ -70,8 +74,10 @@ const QUICK_YIELD_NS: u64 = 2_000;
 pub(crate) const PROBE_FACTOR: u32 = 4;
 
 /// Looks at which the lock had been released and re-taken by other threads since this waiter's
-/// previous look (see [`Waiter::retaken`]) after which its spinning is futile.
-pub(crate) const RETAKES_FUTILE: u32 = 2;
+/// previous look (see [`Waiter::look`]) after which its spinning is futile: one, since a look
+/// that finds the lock's line written elsewhere and the lock held again has already cost the
+/// threads using it a cache-line transfer, and another would cost them one more.
+pub(crate) const RETAKES_FUTILE: u32 = 1;
 
 /// Whom a wait is recorded for in lockstat.
 #[derive(Clone, Copy)]
@@ -112,7 +118,7 @@ pub(crate) struct Waiter<'a> {
     /// that paid has taken on this lock (its estimate), at least `MIN_PROBE_NS`.
     probe_at: u32,
     /// Looks that found the lock released and re-taken without this waiter (see
-    /// [`retaken`](Waiter::retaken)).
+    /// [`look`](Waiter::look)).
     retakes: u32,
     subject: Subject<'a>,
     rec: stats::Recorder,
@@ -291,20 +297,36 @@ impl<'a> Waiter<'a> {
         false
     }
 
-    /// Whether the lock's protocol should tell this waiter when the lock is released and
-    /// re-taken by other threads between two of its looks (see [`retaken`](Self::retaken)):
-    /// only a yielding waiter that still spins uses it.
+    /// Reads the lock's `word` for the lock's slow path, between two spin steps, and returns
+    /// it. A yielding waiter that still spins times the read (see [`look`]): if the word's line
+    /// came from another CPU and the lock is still `held` by the value read, the lock was
+    /// released and re-taken (or marked) by other threads since this waiter's previous look,
+    /// and after [`RETAKES_FUTILE`] such looks the waiter stops spinning and goes on to its
+    /// yields (then its sleep). The lock is changing hands at a rate this waiter does not catch
+    /// (a thread that re-takes it at once, with nothing between), and each look takes its cache
+    /// line away from the threads that use it. A long hold leaves the line where the waiter
+    /// read it last, so its waiter spins on, about as long as a spin that paid has taken on the
+    /// lock. Other waiters, and every waiter where looks are not timed, read the word plainly.
+    #[inline]
+    pub(crate) fn look(&mut self, word: &AtomicU32, held: impl FnOnce(u32) -> bool) -> u32 {
+        if !self.watches() {
+            return word.load(Ordering::Relaxed);
+        }
+        let l = look(word);
+        if l.moved && held(l.value) {
+            self.retaken();
+        }
+        l.value
+    }
+
+    /// Whether this waiter's looks are timed: only a yielding waiter that still spins uses it.
     #[inline]
     pub(crate) fn watches(&self) -> bool {
         self.yields > 0 && self.retakes < RETAKES_FUTILE
     }
 
-    /// The lock was released and re-taken by other threads since this waiter's previous look.
-    /// After [`RETAKES_FUTILE`] such looks the waiter stops spinning and goes on to its yields
-    /// (then its sleep): the lock is changing hands at a rate this waiter does not catch (a
-    /// thread that re-takes it at once, with nothing between), and spinning for it only pulls
-    /// its cache line away from the threads that use it. A long hold shows no re-take, so its
-    /// waiter spins on, about as long as a spin that paid has taken on the lock.
+    /// The lock was released and re-taken by other threads since this waiter's previous look
+    /// (see [`look`](Self::look)).
     #[inline]
     pub(crate) fn retaken(&mut self) {
         self.retakes += 1;

@@ -1,0 +1,171 @@
+//! Timed looks: a load of a lock word that also tells whether its cache line had to come from
+//! another CPU.
+//!
+//! A waiter spinning on a held lock reads the lock's word again and again. A read of a line that
+//! nobody writes costs nobody anything: the waiter's copy stays valid and the holder's stays
+//! shared. A read costs the holder only when the holder writes the line: its next write must
+//! fetch the line back from the waiter's CPU (a cross-CPU round trip). A lock whose word is
+//! written while a waiter spins on it is a lock that is being released and re-taken (or whose
+//! flags are being set) under the waiter's eyes, faster than the waiter catches it; each of its
+//! looks then takes the line away from the threads that use it.
+//!
+//! [`look`] tells the two apart by timing the load: a hit in the waiter's own cache costs a few
+//! nanoseconds, a line fetched from another CPU's cache costs tens to hundreds. A look that took
+//! more than [`MOVED_NS`] longer than a hit found a line that another CPU had written since the
+//! waiter's previous look. The time comes from the CPU's time-stamp counter, fenced so that it
+//! brackets the load and nothing else; the threshold is calibrated once per process, the first
+//! time a look is timed.
+//!
+//! Only x86-64 has a counter fine enough for this and cheap enough to read on every look.
+//! Elsewhere (and under loom and Miri) a look is a plain load and never reports a moved line,
+//! so a waiter there spins its learned budget without this signal (the probe yield still cuts
+//! the spin short when threads outnumber CPUs).
+
+use crate::sync::{AtomicU32, Ordering};
+use core::sync::atomic::AtomicU64 as GlobalU64;
+
+/// A look that took this much longer than a cache hit fetched its line from another CPU: more
+/// than any hit (in the cache levels a spinning thread's own line can sit in), less than a
+/// transfer between two cores' caches.
+pub(crate) const MOVED_NS: u64 = 20;
+
+/// Time-stamp-counter ticks above which a look fetched a moved line; 0 until calibrated,
+/// `u64::MAX` where looks are not timed.
+static MOVED_TICKS: GlobalU64 = GlobalU64::new(0);
+
+/// A look at a word: its value, and whether its line came from another CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Look {
+    /// The word's value.
+    pub(crate) value: u32,
+    /// The load fetched a line another CPU had written since this CPU last read it.
+    pub(crate) moved: bool,
+}
+
+/// Loads `word` (relaxed) and times the load; see the module docs.
+#[inline]
+pub(crate) fn look(word: &AtomicU32) -> Look {
+    let threshold = moved_ticks();
+    if threshold == u64::MAX {
+        return Look {
+            value: word.load(Ordering::Relaxed),
+            moved: false,
+        };
+    }
+    let t0 = ticks();
+    let value = word.load(Ordering::Relaxed);
+    let t1 = ticks();
+    Look {
+        value,
+        moved: t1.wrapping_sub(t0) > threshold,
+    }
+}
+
+/// Whether looks are timed in this build and on this CPU (see the module docs).
+///
+/// ```
+/// // On x86-64 the time-stamp counter times every look; elsewhere looks are plain loads.
+/// let timed = scalelock::wait::looks_are_timed();
+/// assert_eq!(timed, cfg!(target_arch = "x86_64"));
+/// ```
+pub fn looks_are_timed() -> bool {
+    moved_ticks() != u64::MAX
+}
+
+#[inline]
+fn moved_ticks() -> u64 {
+    let t = MOVED_TICKS.load(Ordering::Relaxed);
+    if t != 0 {
+        t
+    } else {
+        calibrate()
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+#[inline(always)]
+fn ticks() -> u64 {
+    use core::arch::x86_64::{_mm_lfence, _rdtsc};
+    // SAFETY: LFENCE and RDTSC exist on every x86-64 CPU and touch no memory. The fences keep
+    // the counter read from moving across the load being timed: the one before waits for
+    // earlier instructions (the previous load among them) to complete, the one after keeps
+    // later instructions from starting before the counter is read.
+    unsafe {
+        _mm_lfence();
+        let t = _rdtsc();
+        _mm_lfence();
+        t
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+#[inline(always)]
+fn ticks() -> u64 {
+    0
+}
+
+/// Measures what a hit costs (the fastest of a few timed loads of a word only this thread
+/// uses) and how many ticks make a nanosecond, and stores the threshold.
+#[cold]
+fn calibrate() -> u64 {
+    let threshold = if cfg!(all(target_arch = "x86_64", not(loom), not(miri))) {
+        let local = AtomicU32::new(0);
+        let mut hit = u64::MAX;
+        for _ in 0..32 {
+            let t0 = ticks();
+            let _ = local.load(Ordering::Relaxed);
+            hit = hit.min(ticks().wrapping_sub(t0));
+        }
+        // Ticks per nanosecond, over a window long enough for the clock's own cost (tens of
+        // nanoseconds a read) not to matter.
+        const WINDOW_NS: u64 = 4_000;
+        let n0 = super::now_ns();
+        let t0 = ticks();
+        let mut n1 = n0;
+        while n1.saturating_sub(n0) < WINDOW_NS {
+            n1 = super::now_ns();
+        }
+        let ticks_elapsed = ticks().wrapping_sub(t0);
+        let ns_elapsed = n1.saturating_sub(n0).max(1);
+        // A counter slower than 100 MHz or faster than 100 GHz is not one to time a load with
+        // (or the window was interrupted beyond use): leave looks untimed.
+        if ticks_elapsed < ns_elapsed / 10 || ticks_elapsed > ns_elapsed * 100 {
+            u64::MAX
+        } else {
+            hit.saturating_add(MOVED_NS * ticks_elapsed / ns_elapsed)
+        }
+    } else {
+        u64::MAX
+    };
+    MOVED_TICKS.store(threshold, Ordering::Relaxed);
+    threshold
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_look_returns_the_value_and_a_private_word_has_not_moved() {
+        let w = AtomicU32::new(7);
+        // Warm the line into this CPU's cache; an interrupt can make any one look slow, so ask
+        // only that most looks at a word nobody else writes see it unmoved.
+        let _ = look(&w);
+        let unmoved = (0..64).filter(|_| !look(&w).moved).count();
+        assert_eq!(look(&w).value, 7);
+        assert!(
+            unmoved > 32,
+            "{unmoved} of 64 looks at a private word unmoved"
+        );
+    }
+
+    #[test]
+    fn looks_are_timed_on_x86_64_and_plain_loads_elsewhere() {
+        // A machine whose counter fails calibration (slower than 100 MHz, or not advancing)
+        // fails this test on x86-64: its waiters would go without the signal.
+        assert_eq!(
+            looks_are_timed(),
+            cfg!(all(target_arch = "x86_64", not(miri)))
+        );
+    }
+}
