@@ -159,16 +159,22 @@ fn bump_lets_a_sleeper_run() {
     let m2 = Arc::clone(&m);
     let t = std::thread::spawn(move || *m2.lock() += 1);
     let t0 = Instant::now();
-    // SAFETY: reading the raw lock's contention flag only.
-    while !unsafe { m.raw() }.is_contended() {
+    // The waiter announces that it sleeps (CONTENDED) just before it calls futex_wait: a bump
+    // in between finds nobody asleep, and then it may take the lock back. So bump whenever the
+    // flag is up, until the waiter, asleep by then, has had its turn.
+    while *g == 0 {
         assert!(
             t0.elapsed() < Duration::from_secs(5),
-            "waiter never went to sleep"
+            "bump never let the sleeping thread in"
         );
-        std::thread::sleep(Duration::from_millis(1));
+        // SAFETY: reading the raw lock's contention flag only.
+        if unsafe { m.raw() }.is_contended() {
+            lock_api::MutexGuard::bump(&mut g);
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
-    lock_api::MutexGuard::bump(&mut g);
-    assert_eq!(*g, 1, "bump did not let the sleeping thread in");
+    assert_eq!(*g, 1);
     drop(g);
     t.join().unwrap();
 }
