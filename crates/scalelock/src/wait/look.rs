@@ -128,7 +128,8 @@ fn calibrate() -> u64 {
         let ticks_elapsed = ticks().wrapping_sub(t0);
         let ns_elapsed = n1.saturating_sub(n0).max(1);
         // A counter slower than 100 MHz or faster than 100 GHz is not one to time a load with
-        // (or the window was interrupted beyond use): leave looks untimed.
+        // (a preemption inside the window stretches both clocks alike, so it is not the cause):
+        // leave looks untimed.
         if ticks_elapsed < ns_elapsed / 10 || ticks_elapsed > ns_elapsed * 100 {
             u64::MAX
         } else {
