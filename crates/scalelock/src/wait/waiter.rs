@@ -30,7 +30,10 @@
 //!   [`RETAKES_FUTILE`] such looks and goes on to its yields: a lock that changes hands faster
 //!   than the waiter catches it (a thread re-taking it with nothing between) is one whose line
 //!   the spinner only pulls away from the threads using it, where a long hold leaves the line
-//!   in the waiter's cache and its waiter spins on. A protocol may allow yields where it forbids
+//!   in the waiter's cache and its waiter spins on. Such a waiter times its yields, and the
+//!   first one that ran nobody (no other thread wanted its CPU, so yielding is spinning by
+//!   another name) ends them: it sleeps, and the lock runs at the speed of its threads' own
+//!   CPUs until an unlock wakes it (see [`yielded`](Waiter::yielded)). A protocol may allow yields where it forbids
 //!   spinning (the mutex: while sleepers are announced, see
 //!   [`spin_or_yield`](Waiter::spin_or_yield)).
 //!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
@@ -65,7 +68,7 @@ pub(crate) const YIELDS: u32 = if cfg!(loom) { 1 } else { 7 };
 /// A yield that comes back sooner than this ran no other thread: it was a bare system call
 /// (well under a microsecond), where switching to another thread and back costs two context
 /// switches and that thread's run.
-const QUICK_YIELD_NS: u64 = 2_000;
+pub(crate) const QUICK_YIELD_NS: u64 = 2_000;
 
 /// The probe yield comes after this many times the lock's estimate of spinning (at least
 /// `MIN_PROBE_NS`): the estimate is learned from waits that ended within the spin, so a probe at
@@ -291,10 +294,29 @@ impl<'a> Waiter<'a> {
         let modelled = !cfg!(loom) || !spin_ok;
         if yield_ok && modelled && self.yields > 0 && !self.timed_out() {
             self.yields -= 1;
-            yield_cpu();
+            if self.retakes >= RETAKES_FUTILE {
+                let t0 = now_ns();
+                yield_cpu();
+                self.yielded(now_ns().saturating_sub(t0));
+            } else {
+                yield_cpu();
+            }
             return true;
         }
         false
+    }
+
+    /// A yield made after this waiter's spinning was found futile took `took_ns`. One that came
+    /// back sooner than [`QUICK_YIELD_NS`] ran no other thread: nobody wants this CPU, so a
+    /// yield is only a spin by another name (the waiter stays on its CPU and looks again), and
+    /// its spinning was futile; its yields end and it sleeps next, which leaves the lock to the
+    /// threads using it until an unlock wakes it. One that ran another thread gave the CPU to
+    /// work, and the yields go on.
+    #[inline]
+    pub(crate) fn yielded(&mut self, took_ns: u64) {
+        if took_ns <= QUICK_YIELD_NS && self.retakes >= RETAKES_FUTILE {
+            self.yields = 0;
+        }
     }
 
     /// Reads the lock's `word` for the lock's slow path, between two spin steps, and returns
@@ -330,6 +352,12 @@ impl<'a> Waiter<'a> {
     #[inline]
     pub(crate) fn retaken(&mut self) {
         self.retakes += 1;
+    }
+
+    /// Yields this waiter may still make before it sleeps.
+    #[cfg(test)]
+    pub(crate) fn yields_left(&self) -> u32 {
+        self.yields
     }
 
     /// After [`spin`](Self::spin) said no: spin one step of the grace spin, if there is one, the
