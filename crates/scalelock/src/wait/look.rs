@@ -109,11 +109,12 @@ fn ticks() -> u64 {
 #[cold]
 fn calibrate() -> u64 {
     let threshold = if cfg!(all(target_arch = "x86_64", not(loom), not(miri))) {
-        let local = AtomicU32::new(0);
+        // A plain atomic: only timed builds get here, and loom's would be a model object.
+        let local = core::sync::atomic::AtomicU32::new(0);
         let mut hit = u64::MAX;
         for _ in 0..32 {
             let t0 = ticks();
-            let _ = local.load(Ordering::Relaxed);
+            let _ = local.load(core::sync::atomic::Ordering::Relaxed);
             hit = hit.min(ticks().wrapping_sub(t0));
         }
         // Ticks per nanosecond, over a window long enough for the clock's own cost (tens of
