@@ -32,9 +32,9 @@
 //!   the spinner only pulls away from the threads using it, where a long hold leaves the line
 //!   in the waiter's cache and its waiter spins on. Such a waiter times its yields, and the
 //!   first one that ran nobody (no other thread wanted its CPU, so yielding is spinning by
-//!   another name) ends them: it sleeps, and the lock runs at the speed of its threads' own
-//!   CPUs until an unlock wakes it (see [`yielded`](Waiter::yielded)). A protocol may allow yields where it forbids
-//!   spinning (the mutex: while sleepers are announced, see
+//!   another name) ends them: it sleeps, leaving the lock to the threads using it until an
+//!   unlock wakes it (see [`yielded`](Waiter::yielded)). A protocol may allow yields where it
+//!   forbids spinning (the mutex: while sleepers are announced, see
 //!   [`spin_or_yield`](Waiter::spin_or_yield)).
 //!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
 //!   has not been shown to pay, and a reader waiting out a writer's short hold, or a writer
