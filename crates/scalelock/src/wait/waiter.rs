@@ -271,9 +271,7 @@ impl<'a> Waiter<'a> {
             if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= self.probe_at {
                 self.probed = true;
                 self.yields -= 1;
-                let t0 = now_ns();
-                yield_cpu();
-                if now_ns().saturating_sub(t0) > QUICK_YIELD_NS {
+                if timed_yield() > QUICK_YIELD_NS {
                     // Another thread wanted this CPU: spin only about as long as a spin that
                     // paid took on this lock (twice the estimate, so that it can still grow),
                     // not the margin an idle CPU affords; the rest of the wait is yields.
@@ -295,9 +293,7 @@ impl<'a> Waiter<'a> {
         if yield_ok && modelled && self.yields > 0 && !self.timed_out() {
             self.yields -= 1;
             if self.retakes >= RETAKES_FUTILE {
-                let t0 = now_ns();
-                yield_cpu();
-                self.yielded(now_ns().saturating_sub(t0));
+                self.yielded(timed_yield());
             } else {
                 yield_cpu();
             }
@@ -482,6 +478,14 @@ impl<'a> Waiter<'a> {
             Subject::Drain(key) => self.rec.done_waited(key, ok, spun),
         }
     }
+}
+
+/// Yields the CPU and returns how long that took, in ns (see [`QUICK_YIELD_NS`]).
+#[inline]
+fn timed_yield() -> u64 {
+    let t0 = now_ns();
+    yield_cpu();
+    now_ns().saturating_sub(t0)
 }
 
 /// The yields a yielding waiter may make under `policy`: only `Adaptive` yields.
