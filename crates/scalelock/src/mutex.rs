@@ -20,6 +20,15 @@
 //! sets `HANDOFF`, and wakes one sleeper, which takes ownership and ends starvation mode; a
 //! sleeper still starving sets it again when it next wakes.
 //!
+//! A waiter whose sleep is refused (it set `CONTENDED`, and before the kernel compared the word
+//! the lock was released, clearing the flag, and taken again) dozes from then on: it sleeps for
+//! about a wake-up latency on a word of its own, without announcing itself, and looks again
+//! (see the wait layer's `Waiter::doze`). A lock re-taken that fast is one whose threads keep
+//! it busy without help; an announced sleeper would cost each release a wake and be refused
+//! again. A dozer changes no flag in the state word, so the drawing below has no transition for
+//! it. It sleeps on the word again, announced, once it has waited longer than
+//! [`STARVATION_NS`]: `STARVING` then ends the barging that kept it out.
+//!
 //! # State word
 //!
 //! ```text
@@ -307,6 +316,19 @@ impl RawMutex {
                 return w.ended(got);
             }
 
+            // Doze, once a sleep was refused (see Waiter::refused): the lock is being released
+            // and re-taken faster than a sleeper gets into the kernel, so announcing a sleep
+            // would only make each release pay a wake. The doze leaves the word alone and ends
+            // by itself; a starving waiter sleeps on the word instead, which stops the barging.
+            if w.dozing() && !starving {
+                w.doze();
+                if w.asleep_ns() > STARVATION_NS {
+                    starving = true;
+                }
+                s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+
             // Sleep. CONTENDED makes the unlocker wake us; STARVING asks it to hand off.
             let mut want = s | CONTENDED;
             if starving {
@@ -322,16 +344,26 @@ impl RawMutex {
                 }
                 s = want;
             }
-            let in_time = w.sleep(&self.state, s);
+            let asked = s;
+            let outcome = w.sleep_outcome(&self.state, asked);
             slept = true;
             if !starving && w.asleep_ns() > STARVATION_NS {
                 starving = true;
             }
-            if !in_time {
+            if outcome == futex::WaitOutcome::TimedOut {
                 let got = self.give_up_after_sleep();
                 return w.ended(got);
             }
             s = self.state.load(Ordering::Relaxed);
+            // The announcement came too late: before the kernel looked, the lock was released
+            // (which cleared CONTENDED and woke any other sleeper) and taken again. Nobody woke
+            // this thread, so it holds no wake-up to pass on.
+            if outcome == futex::WaitOutcome::NotWoken
+                && s != asked
+                && s & (LOCKED | CONTENDED) == LOCKED
+            {
+                w.refused();
+            }
         }
     }
 

@@ -92,3 +92,28 @@ fn timed_waiter_giving_up_passes_its_wakeup_on() {
         assert_eq!(total(&s), 3 + got);
     });
 }
+
+#[test]
+fn a_waiter_refused_by_a_lock_taken_again_dozes_and_still_gets_it() {
+    // One thread takes the lock twice in a row: a waiter that announced its sleep in between
+    // can find the word changed (released and re-taken) when the futex compares it, and dozes.
+    // A third thread sleeps on the word meanwhile: the release that cleared the dozer's
+    // announcement must still wake it, and everyone finishes.
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(2);
+    b.check(|| {
+        let s = shared();
+        let ts: Vec<_> = (0..2)
+            .map(|_| {
+                let s = Arc::clone(&s);
+                thread::spawn(move || increment(&s))
+            })
+            .collect();
+        increment(&s);
+        increment(&s);
+        for t in ts {
+            t.join().unwrap();
+        }
+        assert_eq!(total(&s), 4);
+    });
+}

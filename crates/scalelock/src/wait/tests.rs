@@ -2,7 +2,7 @@
 //! [`Waiter`]'s deadline and yields under every policy. (The public surface is tested in `tests/wait.rs`.)
 
 use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS};
-use super::waiter::{PROBE_FACTOR, QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS};
+use super::waiter::{DOZE_MIN_NS, PROBE_FACTOR, QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS};
 use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
 use crate::sync::AtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
@@ -211,6 +211,38 @@ fn a_nap_ends_at_the_earlier_of_its_length_and_the_deadline() {
     assert!(w.asleep_ns() > 0);
     // The futex stays reachable for the preload's condition variable.
     assert!(futex::wait(&word, 1, None));
+}
+
+#[test]
+fn a_refused_waiter_dozes_about_a_wake_up_latency_and_not_past_its_deadline() {
+    let e = SpinEstimate::new();
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    assert!(
+        !w.dozing(),
+        "a waiter sleeps on its lock's word until a sleep is refused"
+    );
+    w.refused();
+    assert!(w.dozing());
+    let t0 = Instant::now();
+    w.doze();
+    let took = t0.elapsed();
+    // The timer may fire late on a loaded machine, never early.
+    assert!(
+        took >= Duration::from_nanos(DOZE_MIN_NS),
+        "a doze of {took:?}"
+    );
+    assert!(took < Duration::from_secs(5), "a doze of {took:?}");
+    assert!(w.asleep_ns() > 0, "a doze counts as sleeping");
+    assert!(w.dozing(), "a waiter dozes until its wait ends");
+
+    // A deadline already passed ends the doze at once.
+    let passed = Deadline::after(Duration::ZERO);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, Some(&passed));
+    w.refused();
+    let t0 = Instant::now();
+    w.doze();
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    assert!(w.timed_out());
 }
 
 /// Steps a waiter takes under `policy` before it says "sleep now", asking with `spin_ok` and

@@ -36,6 +36,16 @@
 //!   unlock wakes it (see [`yielded`](Waiter::yielded)). A protocol may allow yields where it
 //!   forbids spinning (the mutex: while sleepers are announced, see
 //!   [`spin_or_yield`](Waiter::spin_or_yield)).
+//!   A waiter whose sleep was *refused* (it announced itself on the lock's word, and before the
+//!   kernel compared the word the lock had been released and taken again, see
+//!   [`refused`](Waiter::refused)) *dozes* from then on instead of sleeping on the word: a
+//!   timed sleep of about one wake-up latency that nobody has to end (see
+//!   [`doze`](Waiter::doze)). The lock changes hands faster than a thread gets into the kernel;
+//!   an announced sleeper would make each release pay a futex wake for a thread that is not
+//!   asleep yet, and be refused again, while a dozer leaves the word alone, so the threads using
+//!   the lock keep to their fast paths. The lock's protocol bounds the doze as it bounds every
+//!   sleep: a waiter asleep for longer than its starvation bound sleeps on the word again, to
+//!   have the lock handed over (the mutex's `STARVING`).
 //!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
 //!   has not been shown to pay, and a reader waiting out a writer's short hold, or a writer
 //!   draining readers, waits for a release that comes within a spin.
@@ -82,6 +92,15 @@ pub(crate) const PROBE_FACTOR: u32 = 4;
 /// threads using it a cache-line transfer, and another would cost them one more.
 pub(crate) const RETAKES_FUTILE: u32 = 1;
 
+/// The shortest doze (see [`Waiter::doze`]): below it a doze costs the waiter more in its own
+/// timer and system calls than it leaves the lock to the threads using it.
+pub(crate) const DOZE_MIN_NS: u64 = 10_000;
+
+/// The longest doze: a lock that its users stop re-taking while a waiter dozes stays free until
+/// the doze ends, so a doze is kept short against the mutex's 1 ms starvation bound.
+pub(crate) const DOZE_MAX_NS: u64 = 100_000;
+const _: () = assert!(DOZE_MIN_NS <= DOZE_MAX_NS);
+
 /// Whom a wait is recorded for in lockstat.
 #[derive(Clone, Copy)]
 pub(crate) enum Subject<'a> {
@@ -123,6 +142,8 @@ pub(crate) struct Waiter<'a> {
     /// Looks that found the lock released and re-taken without this waiter (see
     /// [`look`](Waiter::look)).
     retakes: u32,
+    /// A sleep of this waiter was refused: it dozes from now on (see [`Waiter::refused`]).
+    dozing: bool,
     subject: Subject<'a>,
     rec: stats::Recorder,
 }
@@ -224,6 +245,7 @@ impl<'a> Waiter<'a> {
                 .saturating_mul(PROBE_FACTOR)
                 .max(MIN_PROBE_NS),
             retakes: 0,
+            dozing: false,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
             } else {
@@ -414,6 +436,41 @@ impl<'a> Waiter<'a> {
             _ => nap,
         };
         futex::wait(word, expected, Some(until));
+    }
+
+    /// This waiter's sleep on its lock's word was refused: it announced the sleep, and the word
+    /// changed before the kernel compared it (the sleep returned
+    /// [`NotWoken`](WaitOutcome::NotWoken)), with the lock held again. The lock was released
+    /// and re-taken in the time it takes to enter the kernel: its users take it back faster
+    /// than a sleeper can be told. From now on the waiter [`doze`](Self::doze)s instead of
+    /// sleeping on the word.
+    #[inline]
+    pub(crate) fn refused(&mut self) {
+        self.dozing = true;
+    }
+
+    /// Whether this waiter dozes instead of sleeping on its lock's word (see
+    /// [`refused`](Self::refused)).
+    #[inline]
+    pub(crate) fn dozing(&self) -> bool {
+        self.dozing
+    }
+
+    /// Sleeps for about one wake-up latency (as measured on this machine, within
+    /// [`DOZE_MIN_NS`]..=[`DOZE_MAX_NS`]), and not past the deadline, on a word of its own that
+    /// no other thread knows: no lock has to wake it, so its lock's releases stay on their
+    /// fast path. A doze keeps the lock waiting no longer than a wake-up would have taken to
+    /// bring the waiter back. Counts as sleeping (see [`asleep_ns`](Self::asleep_ns)). The
+    /// caller looks at its lock again afterwards.
+    #[inline]
+    pub(crate) fn doze(&mut self) {
+        let own = AtomicU32::new(0);
+        let ns = (super::wake_latency_ns() as u64).clamp(DOZE_MIN_NS, DOZE_MAX_NS);
+        self.nap(
+            &own,
+            0,
+            &Deadline::after(core::time::Duration::from_nanos(ns)),
+        );
     }
 
     #[inline]
