@@ -316,15 +316,17 @@ impl RawMutex {
                 return w.ended(got);
             }
 
+            // A waiter asleep (or dozing) for longer than STARVATION_NS starves.
+            if !starving && w.asleep_ns() > STARVATION_NS {
+                starving = true;
+            }
+
             // Doze, once a sleep was refused (see Waiter::refused): the lock is being released
             // and re-taken faster than a sleeper gets into the kernel, so announcing a sleep
             // would only make each release pay a wake. The doze leaves the word alone and ends
             // by itself; a starving waiter sleeps on the word instead, which stops the barging.
             if w.dozing() && !starving {
                 w.doze();
-                if w.asleep_ns() > STARVATION_NS {
-                    starving = true;
-                }
                 s = self.state.load(Ordering::Relaxed);
                 continue;
             }
@@ -344,12 +346,8 @@ impl RawMutex {
                 }
                 s = want;
             }
-            let asked = s;
-            let outcome = w.sleep_outcome(&self.state, asked);
+            let outcome = w.sleep_outcome(&self.state, s);
             slept = true;
-            if !starving && w.asleep_ns() > STARVATION_NS {
-                starving = true;
-            }
             if outcome == futex::WaitOutcome::TimedOut {
                 let got = self.give_up_after_sleep();
                 return w.ended(got);
@@ -357,11 +355,9 @@ impl RawMutex {
             s = self.state.load(Ordering::Relaxed);
             // The announcement came too late: before the kernel looked, the lock was released
             // (which cleared CONTENDED and woke any other sleeper) and taken again. Nobody woke
-            // this thread, so it holds no wake-up to pass on.
-            if outcome == futex::WaitOutcome::NotWoken
-                && s != asked
-                && s & (LOCKED | CONTENDED) == LOCKED
-            {
+            // this thread, so it holds no wake-up to pass on. (It slept on a word with
+            // CONTENDED set, so a word without it has changed.)
+            if outcome == futex::WaitOutcome::NotWoken && s & (LOCKED | CONTENDED) == LOCKED {
                 w.refused();
             }
         }

@@ -25,9 +25,15 @@ fn two_threads_exclude_each_other_and_both_finish() {
 
 #[test]
 fn three_threads_no_lost_wakeup() {
+    two_threads_increment_while_this_one_increments(1);
+}
+
+/// Two spawned threads increment once each while this thread increments `times` times, under
+/// a preemption bound of 2; everyone finishes and the count is exact.
+fn two_threads_increment_while_this_one_increments(times: u32) {
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(2);
-    b.check(|| {
+    b.check(move || {
         let s = shared();
         let ts: Vec<_> = (0..2)
             .map(|_| {
@@ -35,11 +41,13 @@ fn three_threads_no_lost_wakeup() {
                 thread::spawn(move || increment(&s))
             })
             .collect();
-        increment(&s);
+        for _ in 0..times {
+            increment(&s);
+        }
         for t in ts {
             t.join().unwrap();
         }
-        assert_eq!(total(&s), 3);
+        assert_eq!(total(&s), 2 + times);
     });
 }
 
@@ -99,21 +107,5 @@ fn a_waiter_refused_by_a_lock_taken_again_dozes_and_still_gets_it() {
     // can find the word changed (released and re-taken) when the futex compares it, and dozes.
     // A third thread sleeps on the word meanwhile: the release that cleared the dozer's
     // announcement must still wake it, and everyone finishes.
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.check(|| {
-        let s = shared();
-        let ts: Vec<_> = (0..2)
-            .map(|_| {
-                let s = Arc::clone(&s);
-                thread::spawn(move || increment(&s))
-            })
-            .collect();
-        increment(&s);
-        increment(&s);
-        for t in ts {
-            t.join().unwrap();
-        }
-        assert_eq!(total(&s), 4);
-    });
+    two_threads_increment_while_this_one_increments(2);
 }
