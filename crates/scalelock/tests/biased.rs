@@ -371,3 +371,39 @@ fn more_read_locks_than_the_thread_record_fall_back_to_the_lock() {
         assert_eq!(*l.read(), i + 1);
     }
 }
+
+#[test]
+fn nested_recursive_reads_count_per_lock_in_any_entry_and_release_in_any_order() {
+    // `a` takes the thread's first entry (the inline nesting path), `b` the next one (the
+    // scan); each is nested twice, and the guards go in an order unrelated to how they came.
+    let a = BiasedRwLock::new(1);
+    let b = BiasedRwLock::new(2);
+    let mut guards = vec![
+        a.read(),
+        b.read(),
+        a.read_recursive(),
+        b.read_recursive(),
+        a.read_recursive(),
+        b.read_recursive(),
+    ];
+    for order in [4, 1, 0, 2] {
+        drop(guards.remove(order));
+        assert!(a.try_write().is_none(), "a is still read-held");
+        assert!(b.try_write().is_none(), "b is still read-held");
+    }
+    // One read of each is left.
+    assert_eq!(guards.iter().map(|g| **g).sum::<i32>(), 3);
+    let last_of_a = guards.iter().position(|g| **g == 1).unwrap();
+    drop(guards.remove(last_of_a));
+    *a.write() += 10;
+    assert!(b.try_write().is_none(), "b is still read-held");
+    drop(guards);
+    *b.write() += 10;
+    // The thread's record is empty again: new reads and nesting start afresh.
+    let g = b.read();
+    let n = b.read_recursive();
+    assert_eq!(*g + *n, 24);
+    assert!(a.try_write().is_some());
+    drop((g, n));
+    assert_eq!(*a.read() + *b.read(), 23);
+}

@@ -470,6 +470,16 @@ impl RawBiasedRwLock {
     /// Takes a read lock whenever no writer holds the lock, even while writers wait.
     #[inline]
     pub fn lock_shared_recursive(&self) {
+        // The common nested read inline: this thread's first deferred read lock is on this
+        // lock (`try_deferred` would find the same entry, through a call and a scan).
+        if !held::nest_first(self.key()) {
+            self.lock_shared_recursive_slow();
+        }
+    }
+
+    /// `lock_shared_recursive` past a nested read of the thread's first deferred read lock.
+    #[inline(never)]
+    fn lock_shared_recursive_slow(&self) {
         if !self.try_deferred() && !self.retry_deferred() {
             self.lock.lock_shared_recursive();
             self.maybe_rebias();
