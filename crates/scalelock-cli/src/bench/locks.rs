@@ -15,6 +15,7 @@
 //! as lost updates in the workload's own checks instead of undefined behaviour.
 
 use super::harness::{Measurement, Trial};
+use crossbeam_utils::CachePadded;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::PoisonError;
@@ -269,15 +270,19 @@ impl BenchMutex for TasLock {
 }
 
 /// A glibc `pthread_mutex_t`, initialised in place on the heap (so it never moves after
-/// `pthread_mutex_init`) and destroyed on drop.
-struct PthreadMutexCell(Box<UnsafeCell<libc::pthread_mutex_t>>);
+/// `pthread_mutex_init`) and destroyed on drop. The cell is cache-line padded: otherwise the
+/// allocator could put whatever the workload allocates next into the mutex's line, a sharing
+/// the locks the workloads keep inline do not have (they pad their locks where data sits near).
+struct PthreadMutexCell(Box<CachePadded<UnsafeCell<libc::pthread_mutex_t>>>);
 
 /// glibc's `PTHREAD_MUTEX_ADAPTIVE_NP` (spin a little in user space before sleeping).
 const PTHREAD_MUTEX_ADAPTIVE_NP: libc::c_int = 3;
 
 impl PthreadMutexCell {
     fn new(kind: Option<libc::c_int>) -> Self {
-        let cell = Box::new(UnsafeCell::new(libc::PTHREAD_MUTEX_INITIALIZER));
+        let cell = Box::new(CachePadded::new(UnsafeCell::new(
+            libc::PTHREAD_MUTEX_INITIALIZER,
+        )));
         // SAFETY: `attr` is initialised by pthread_mutexattr_init before use and destroyed after;
         // the mutex lives at a stable heap address that is not yet shared with any thread, so
         // initialising it in place is sound; afterwards it is never moved (the Box is only
@@ -466,8 +471,9 @@ guard_rwlock!(
 );
 
 /// glibc's default `pthread_rwlock_t` (reader-preferring, so a nested `rdlock` is safe),
-/// initialised in place on the heap and destroyed on drop.
-pub struct PthreadRwLock(Box<UnsafeCell<libc::pthread_rwlock_t>>);
+/// initialised in place on the heap and destroyed on drop; cache-line padded, as
+/// `PthreadMutexCell` is.
+pub struct PthreadRwLock(Box<CachePadded<UnsafeCell<libc::pthread_rwlock_t>>>);
 
 impl PthreadRwLock {
     #[inline]
@@ -495,7 +501,9 @@ impl PthreadRwLock {
 impl BenchRwLock for PthreadRwLock {
     const NESTING: Nesting = Nesting::Reentrant;
     fn new() -> Self {
-        let cell = Box::new(UnsafeCell::new(libc::PTHREAD_RWLOCK_INITIALIZER));
+        let cell = Box::new(CachePadded::new(UnsafeCell::new(
+            libc::PTHREAD_RWLOCK_INITIALIZER,
+        )));
         // SAFETY: the rwlock sits at a stable heap address not yet shared; default attributes.
         let rc = unsafe { libc::pthread_rwlock_init(cell.get(), std::ptr::null()) };
         check("pthread_rwlock_init", rc);
