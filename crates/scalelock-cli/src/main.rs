@@ -2,8 +2,8 @@
 //!
 //! ```text
 //! scalelock bench [--workload W,..] [--locks L,..] [--threads 1,2,4,..] [--duration-ms N]
-//!                 [--repeat N] [--metric M,..] [--json FILE] [--csv FILE] [--markdown FILE]
-//!                 [--report DIR] [--quick]
+//!                 [--repeat N] [--isolate] [--metric M,..] [--json FILE] [--csv FILE]
+//!                 [--markdown FILE] [--report DIR] [--quick]
 //! scalelock bench --compare A.json B.json
 //! scalelock profile [--top N] [--sort wait|count|max|hold] [--json FILE] [--stacks N] -- CMD ARGS..
 //! scalelock run --lock KIND [--spin POLICY] -- CMD ARGS..
@@ -101,6 +101,11 @@ struct BenchArgs {
     /// shuffled order; report medians with their spread (default 1).
     #[arg(long, value_name = "N", value_parser = parse_repeat, allow_hyphen_values = true)]
     repeat: Option<usize>,
+    /// Run every run of every point in a process of its own (the bench starts itself again per
+    /// run), so that `--repeat`'s rounds sample what differs between processes (where a lock's
+    /// cache line lands, how threads are placed) instead of sharing one process's draw.
+    #[arg(long)]
+    isolate: bool,
     /// Figures the table shows per cell, comma-separated: ops, cpu, p99, p999, max (default:
     /// all).
     #[arg(long = "metric", alias = "metrics", value_delimiter = ',', value_name = "M,..",
@@ -125,7 +130,7 @@ struct BenchArgs {
     /// Compare two `--json` results instead of measuring: B ÷ A per cell, with spread, and
     /// how many cells got better, worse or stayed undecided.
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"],
-          conflicts_with_all = ["workloads", "locks", "threads", "duration_ms", "repeat",
+          conflicts_with_all = ["workloads", "locks", "threads", "duration_ms", "repeat", "isolate",
                                 "json", "csv", "markdown", "quick"])]
     compare: Option<Vec<PathBuf>>,
 }
@@ -229,6 +234,7 @@ fn main() -> ExitCode {
                 report: a.report,
                 quick: a.quick,
                 repeat: a.repeat,
+                isolate: a.isolate,
                 markdown: a.markdown,
                 metrics: a
                     .metrics

@@ -345,6 +345,56 @@ fn tiny(dir: &std::path::Path, name: &str, extra: &[&str]) -> (Output, PathBuf) 
 }
 
 #[test]
+fn isolate_measures_every_run_in_a_process_of_its_own_and_says_so() {
+    let dir = scratch("isolate");
+    let md = dir.join("results.md");
+    let sel = [
+        "--workload",
+        "mutex-short,rwlock-hammer",
+        "--locks",
+        "scalelock,parking_lot",
+        "--threads",
+        "2",
+        "--repeat",
+        "2",
+    ];
+    let mut args = sel.to_vec();
+    args.extend(["--isolate", "--markdown", md.to_str().unwrap()]);
+    let (_, json) = tiny(&dir, "iso", &args);
+    let v = json_of(&json);
+    check_schema(&v);
+    assert_eq!(v["config"]["isolate"], true);
+    let results = v["results"].as_array().unwrap();
+    // Two locks: one point each in mutex-short, one per case (two) in rwlock-hammer, whose
+    // children must find the case's point.
+    assert_eq!(results.len(), 6, "{v}");
+    let mut seen = std::collections::HashSet::new();
+    for r in results {
+        let runs = r["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{r}");
+        for k in runs {
+            let pid = k["process"]
+                .as_u64()
+                .unwrap_or_else(|| panic!("a run without its process: {r}"));
+            assert!(seen.insert(pid), "two runs in process {pid}: {v}");
+        }
+        assert!(number(&r["ops_per_sec"], "ops_per_sec") > 0.0, "{r}");
+    }
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.contains("each in a process of its own"), "{text}");
+
+    // Without it, the runs are the bench's own and name no process.
+    let (_, json) = tiny(&dir, "in-process", &sel);
+    let v = json_of(&json);
+    assert_eq!(v["config"]["isolate"], false);
+    for r in v["results"].as_array().unwrap() {
+        for k in r["runs"].as_array().unwrap() {
+            assert!(k.get("process").is_none(), "{r}");
+        }
+    }
+}
+
+#[test]
 fn repeat_keeps_every_run_and_reports_the_median_with_its_spread() {
     let dir = scratch("repeat");
     let md = dir.join("results.md");

@@ -29,6 +29,9 @@ use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+/// Starting the bench binary again as a child, and its exit, for the bench's time estimate.
+pub const START: Duration = Duration::from_millis(10);
+
 /// The environment variable that makes the binary a child: the point to run, as JSON.
 pub const ENV: &str = "SCALELOCK_BENCH_CHILD";
 /// Set in the parent's environment (and so in the child's), the child's stderr is passed on.
@@ -47,16 +50,18 @@ pub fn in_child() -> bool {
     IN_CHILD.load(Ordering::Relaxed)
 }
 
-/// Runs the point of `workload` measuring `lock` (and `case`) under `trial` in a fresh process,
-/// with `extra_env` added to its environment, and returns what it measured.
+/// Runs the point of `workload` measuring `lock` (and `case`; and `series`, where a workload
+/// has several series of one lock) under `trial` in a fresh process, with `extra_env` added to
+/// its environment, and returns what it measured.
 ///
 /// ```ignore
-/// let m = run_point("large-alloc", "mimalloc", None, &trial, &[("SCALELOCK_BENCH_GLOBAL_ALLOC", "mimalloc")])?;
+/// let m = run_point("large-alloc", "mimalloc", None, None, &trial, &[("SCALELOCK_BENCH_GLOBAL_ALLOC", "mimalloc")])?;
 /// ```
 pub fn run_point(
     workload: &str,
     lock: &str,
     case: Option<&str>,
+    series: Option<&str>,
     trial: &Trial,
     extra_env: &[(&str, &str)],
 ) -> Result<Measurement, String> {
@@ -67,6 +72,7 @@ pub fn run_point(
         "workload": workload,
         "lock": lock,
         "case": case,
+        "series": series,
         "threads": trial.threads,
         "warmup_ns": trial.warmup.as_nanos() as u64,
         "duration_ns": trial.duration.as_nanos() as u64,
@@ -153,6 +159,9 @@ pub struct PointSpec {
     pub lock: String,
     /// The case, for a workload with several.
     pub case: Option<String>,
+    /// The series, where the parent named one (`--isolate`: a workload may measure one lock
+    /// in several series).
+    pub series: Option<String>,
 }
 
 fn run_spec(
@@ -169,6 +178,7 @@ fn run_spec(
         workload: text("workload").ok_or_else(|| format!("bad {ENV}: no workload"))?,
         lock: text("lock").ok_or_else(|| format!("bad {ENV}: no lock"))?,
         case: text("case"),
+        series: text("series"),
     };
     let trial = Trial {
         threads: num("threads")? as usize,
@@ -229,6 +239,7 @@ fn to_json(m: &Measurement) -> Value {
         "thread_cpu_ns": m.thread_cpu.iter().map(|d| d.as_nanos() as u64).collect::<Vec<_>>(),
         "latency": latency,
         "extra": extra,
+        "pid": std::process::id(),
     })
 }
 
@@ -272,6 +283,7 @@ fn from_json(v: &Value) -> Result<Measurement, String> {
             .collect(),
         latency,
         extra,
+        process: v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
     })
 }
 
@@ -293,7 +305,11 @@ mod tests {
             thread_cpu: vec![Duration::from_millis(17), Duration::from_millis(18)],
             latency,
             extra: vec![("peak_rss_mib", json!(12.5))],
+            process: None,
         };
+        // The trip out records the child's process, the trip back reads it.
+        let sent = to_json(&m);
+        assert_eq!(sent["pid"], json!(std::process::id()));
         let back = from_json(&serde_json::from_str(&to_json(&m).to_string()).unwrap()).unwrap();
         assert_eq!(back.thread_ops, m.thread_ops);
         assert_eq!((back.ops_all, back.tally), (9, 2));
@@ -306,6 +322,7 @@ mod tests {
         );
         assert_eq!(back.latency.max(), m.latency.max());
         assert_eq!(back.extra, m.extra);
+        assert_eq!(back.process, Some(std::process::id()));
     }
 
     #[test]

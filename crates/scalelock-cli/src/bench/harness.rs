@@ -54,6 +54,9 @@ pub struct Measurement {
     /// Workload-specific figures of this measurement (e.g. system time, peak RSS), written into
     /// the JSON record's `params` under these names.
     pub extra: Vec<(&'static str, serde_json::Value)>,
+    /// The process that measured, when it was not the bench's own (a child process of the
+    /// bench's: see `bench::child`).
+    pub process: Option<u32>,
 }
 
 const WARMUP: u8 = 0;
@@ -407,6 +410,7 @@ where
                 .collect(),
             latency,
             extra: Vec::new(),
+            process: None,
         }
     })
 }

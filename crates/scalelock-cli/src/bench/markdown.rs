@@ -55,8 +55,15 @@ pub fn text(run: &Run) -> String {
     let _ = writeln!(out, "| Kernel | {} |", cell(&m.kernel));
     let _ = writeln!(
         out,
-        "| Runs | {} per point, {} ms each after {} ms of warm-up, interleaved across locks |",
-        c.repeat, c.duration_ms, c.warmup_ms
+        "| Runs | {} per point, {} ms each after {} ms of warm-up, interleaved across locks{} |",
+        c.repeat,
+        c.duration_ms,
+        c.warmup_ms,
+        if c.isolate {
+            ", each in a process of its own"
+        } else {
+            ""
+        }
     );
     let load = |l: Option<f64>| l.map_or("?".to_string(), |l| format!("{l:.1}"));
     let _ = writeln!(

@@ -64,6 +64,8 @@ pub struct Options {
     pub quick: bool,
     /// `--repeat N`, or [`DEFAULT_REPEAT`].
     pub repeat: Option<usize>,
+    /// `--isolate`: every run of a point in a process of its own (see [`measure_run`]).
+    pub isolate: bool,
     /// `--markdown FILE`.
     pub markdown: Option<PathBuf>,
     /// `--metric`: the figures the stdout table shows.
@@ -336,9 +338,46 @@ pub fn run_child_point(
     let point = w
         .plan(&sel)
         .into_iter()
-        .find(|q| q.lock == p.lock && q.case == p.case && q.threads == trial.threads)
-        .ok_or_else(|| format!("child: {} has no point {} {:?}", p.workload, p.lock, p.case))?;
+        .find(|q| {
+            q.lock == p.lock
+                && q.case == p.case
+                && q.threads == trial.threads
+                && p.series.as_ref().is_none_or(|s| *s == q.series)
+        })
+        .ok_or_else(|| {
+            format!(
+                "child: {} has no point {} {:?} {:?}",
+                p.workload, p.lock, p.case, p.series
+            )
+        })?;
     (point.run)(trial)
+}
+
+/// One run of `point` of `workload`: in this process, or with `isolate` in a child process of
+/// its own (a point whose runs already leave the process runs as it is).
+///
+/// Runs inside one process share what the process drew when it started and allocated: where
+/// the lock's cache line and the threads' stacks landed (a line's home in the host's cache
+/// decides what every transfer of it costs), and the rounds of `--repeat` then measure that
+/// draw over and over (their spread hides it). A child per run samples it afresh.
+fn measure_run(
+    workload: &str,
+    point: &workloads::Point,
+    trial: &harness::Trial,
+    isolate: bool,
+) -> Result<harness::Measurement, String> {
+    if isolate && !point.own_process && !child::in_child() {
+        child::run_point(
+            workload,
+            &point.lock,
+            point.case.as_deref(),
+            Some(&point.series),
+            trial,
+            &[],
+        )
+    } else {
+        (point.run)(trial)
+    }
 }
 
 /// Runs the bench: measures, prints the table, writes JSON / CSV / markdown / report.
@@ -412,7 +451,12 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         .iter()
         .map(|&(i, _)| {
             let point = &plan[i].1;
-            run_estimate(point.threads, cpus, warmup, duration) + point.overhead
+            let start = if opts.isolate && !point.own_process {
+                child::START
+            } else {
+                Duration::ZERO
+            };
+            run_estimate(point.threads, cpus, warmup, duration) + point.overhead + start
         })
         .sum();
     eprintln!(
@@ -464,12 +508,13 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         };
         let round_trip = harness::line_round_trip_ns();
         let run_started = std::time::Instant::now();
-        match (p.run)(&trial) {
+        match measure_run(workload, p, &trial, opts.isolate) {
             Ok(m) => {
                 let mut rec = record(workload, p, &m, cpus);
                 for k in &mut rec.runs {
                     k.wall_s = run_started.elapsed().as_secs_f64();
                     k.line_round_trip_ns = round_trip;
+                    k.process = m.process;
                 }
                 if bar.is_hidden() && std::env::var_os("SCALELOCK_BENCH_VERBOSE").is_some() {
                     eprintln!("{}", output::point_line(&rec));
@@ -522,6 +567,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         config: Config {
             duration_ms: duration.as_millis() as u64,
             repeat,
+            isolate: opts.isolate,
             warmup_ms: warmup.as_millis() as u64,
             threads,
             quick: opts.quick,

@@ -29,6 +29,8 @@ pub struct Config {
     pub duration_ms: u64,
     /// Runs per point (`--repeat`); `ops_per_sec` is their median.
     pub repeat: usize,
+    /// `--isolate`: each run in a process of its own.
+    pub isolate: bool,
     /// Warm-up before each run.
     pub warmup_ms: u64,
     /// Thread sweep.
@@ -590,6 +592,7 @@ pub(crate) mod tests {
                 elapsed_s: 1.0,
                 wall_s: 1.1,
                 line_round_trip_ns: None,
+                process: None,
             })
             .collect();
         r
@@ -602,6 +605,7 @@ pub(crate) mod tests {
             config: Config {
                 duration_ms: 1,
                 repeat: 3,
+                isolate: false,
                 warmup_ms: 1,
                 threads: vec![1, 2],
                 quick: true,

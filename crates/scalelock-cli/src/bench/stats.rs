@@ -109,6 +109,10 @@ pub struct RunStats {
     /// `harness::line_round_trip_ns`): where a VM's virtual CPUs were placed for this run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub line_round_trip_ns: Option<f64>,
+    /// The process that measured this run, when it was not the bench's own (`--isolate`, or a
+    /// workload whose points run in child processes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<u32>,
 }
 
 impl RunStats {
@@ -122,6 +126,7 @@ impl RunStats {
             elapsed_s,
             wall_s: 0.0,
             line_round_trip_ns: None,
+            process: None,
         }
     }
 }
@@ -381,6 +386,7 @@ mod tests {
             thread_cpu: Vec::new(),
             latency: h,
             extra: Vec::new(),
+            process: None,
         }
     }
 

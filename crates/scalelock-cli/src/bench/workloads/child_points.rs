@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Starting the bench binary again as a child, and its exit, for the bench's time estimate.
-pub const CHILD_START: Duration = Duration::from_millis(10);
+pub const CHILD_START: Duration = child::START;
 
 /// What a point adds to its child's environment (variable, value); an error fails the point.
 pub type ChildEnv = Result<Vec<(&'static str, String)>, String>;
@@ -42,9 +42,9 @@ pub fn child_points(
                 }
                 let vars = env(lock)?;
                 let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                child::run_point(workload, lock, None, t, &vars)
+                child::run_point(workload, lock, None, None, t, &vars)
             });
-            each(point.overhead(CHILD_START))
+            each(point.overhead(CHILD_START).own_process())
         })
         .collect()
 }

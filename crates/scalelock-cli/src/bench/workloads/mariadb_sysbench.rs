@@ -119,7 +119,8 @@ impl Workload for MariadbSysbench {
                             let round = calls.fetch_add(1, Ordering::Relaxed);
                             shared.point(case, script_lock, threads, round, trial)
                         })
-                        .case(case),
+                        .case(case)
+                        .own_process(),
                     );
                 }
             }
@@ -286,6 +287,7 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
         thread_cpu: Vec::new(),
         latency,
         extra: Vec::new(),
+        process: None,
     })
 }
 

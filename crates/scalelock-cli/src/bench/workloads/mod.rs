@@ -201,6 +201,9 @@ pub struct Point {
     /// Time a run of this point takes beyond the harness's own warm-up and measured window (a
     /// child process, settling, a wait after it), for the time estimate printed at the start.
     pub overhead: std::time::Duration,
+    /// The point's runs already happen outside the bench's process (a child of their own, a
+    /// server): `--isolate` leaves them as they are.
+    pub own_process: bool,
     /// Runs the point.
     pub run: RunFn,
 }
@@ -220,6 +223,7 @@ impl Point {
             sample_every: 1,
             params: BTreeMap::new(),
             overhead: std::time::Duration::ZERO,
+            own_process: false,
             run: Box::new(run),
         }
     }
@@ -239,6 +243,13 @@ impl Point {
     /// Adds an extra JSON field under `params`.
     pub fn param(mut self, key: &str, value: impl Into<serde_json::Value>) -> Point {
         self.params.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// Marks the point as running outside the bench's process already (see
+    /// [`Point::own_process`](struct.Point.html#structfield.own_process)).
+    pub fn own_process(mut self) -> Point {
+        self.own_process = true;
         self
     }
 
