@@ -21,11 +21,13 @@
 //! sleeper still starving sets it again when it next wakes.
 //!
 //! A waiter whose sleep is refused (it set `CONTENDED`, and before the kernel compared the word
-//! the lock was released, clearing the flag, and taken again) dozes from then on: it sleeps for
-//! about a wake-up latency on a word of its own, without announcing itself, and looks again
-//! (see the wait layer's `Waiter::doze`). A lock re-taken that fast is one whose threads keep
-//! it busy without help; an announced sleeper would cost each release a wake and be refused
-//! again. A dozer changes no flag in the state word, so the drawing below has no transition for
+//! the lock was released, clearing the flag, and taken again), or whose spin found the lock
+//! released and re-taken by others under its eyes while the lock's recent waits all spun in
+//! vain too (see the wait layer's `FUTILE_WAITS_DOZE`), dozes from then on: it sleeps for about
+//! a wake-up latency on a word of its own, without announcing itself, and looks again (see
+//! `Waiter::doze`). A lock re-taken that fast is one whose threads keep it busy without help;
+//! an announced sleeper would cost each release a wake and be refused again, and a spinning or
+//! yielding one would keep pulling the lock's line to its own CPU. A dozer changes no flag in the state word, so the drawing below has no transition for
 //! it. It sleeps on the word again, announced, once it has waited longer than
 //! [`STARVATION_NS`]: `STARVING` then ends the barging that kept it out.
 //!
@@ -321,10 +323,11 @@ impl RawMutex {
                 starving = true;
             }
 
-            // Doze, once a sleep was refused (see Waiter::refused): the lock is being released
-            // and re-taken faster than a sleeper gets into the kernel, so announcing a sleep
-            // would only make each release pay a wake. The doze leaves the word alone and ends
-            // by itself; a starving waiter sleeps on the word instead, which stops the barging.
+            // Doze, once a sleep was refused or spinning proved futile (see Waiter::dozing):
+            // the lock is being released and re-taken faster than this waiter catches it, or
+            // than a sleeper gets into the kernel, so announcing a sleep would only make each
+            // release pay a wake. The doze leaves the word alone and ends by itself; a starving
+            // waiter sleeps on the word instead, which stops the barging.
             if w.dozing() && !starving {
                 w.doze();
                 s = self.state.load(Ordering::Relaxed);

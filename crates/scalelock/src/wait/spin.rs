@@ -361,6 +361,13 @@ impl SpinEstimate {
         self.0.load(Ordering::Relaxed) & EST_MASK
     }
 
+    /// Waits in a row whose spin did not pay (since the last that did, or the last
+    /// exploration), at most [`EXPLORE_EVERY`].
+    #[inline]
+    pub(crate) fn futile_waits(&self) -> u32 {
+        self.0.load(Ordering::Relaxed) >> FAIL_SHIFT
+    }
+
     /// The spin budget for the next acquisition under the current policy.
     #[inline]
     pub fn budget(&self) -> SpinBudget {

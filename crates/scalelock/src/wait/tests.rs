@@ -2,7 +2,9 @@
 //! [`Waiter`]'s deadline and yields under every policy. (The public surface is tested in `tests/wait.rs`.)
 
 use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS};
-use super::waiter::{DOZE_MIN_NS, PROBE_FACTOR, QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS};
+use super::waiter::{
+    DOZE_MIN_NS, FUTILE_WAITS_DOZE, PROBE_FACTOR, QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS,
+};
 use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
 use crate::sync::AtomicU32;
 use std::sync::atomic::Ordering::Relaxed;
@@ -308,6 +310,46 @@ fn a_waiter_told_the_lock_keeps_being_retaken_stops_spinning_and_yields_then_sle
     ] {
         assert!(!Waiter::under(policy, &e, None).watches(), "{policy:?}");
     }
+}
+
+#[test]
+fn a_futile_spinner_dozes_without_yielding_once_its_locks_waits_keep_spinning_in_vain() {
+    let e = SpinEstimate::new();
+    // One wait short of the streak: the futile spinner yields as before.
+    for _ in 1..FUTILE_WAITS_DOZE {
+        e.record(false, 0);
+    }
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    w.retaken();
+    assert!(w.spin_or_yield(true, true), "it yields");
+    assert!(!w.dozing());
+    // The streak reached: it neither spins nor yields, and dozes from now on.
+    e.record(false, 0);
+    assert_eq!(e.futile_waits(), FUTILE_WAITS_DOZE);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    assert!(w.watches() && !w.dozing());
+    w.retaken();
+    assert!(
+        !w.spin_or_yield(true, true),
+        "a futile spinner neither spins nor yields"
+    );
+    assert!(w.dozing(), "its wait goes on as dozes");
+    assert_eq!((w.yields_left(), w.spun_ns()), (0, 0));
+    // Where spinning is barred and yields allowed (sleepers announced), it dozes too.
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    w.retaken();
+    assert!(!w.spin_or_yield(false, true));
+    assert!(w.dozing());
+    // A spin that pays ends the streak: the next futile spinner yields again.
+    e.record(true, 100);
+    assert_eq!(e.futile_waits(), 0);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    w.retaken();
+    assert!(w.spin_or_yield(true, true) && !w.dozing());
+    // A waiter that never watched (another policy) is never made to doze by the streak.
+    let mut w = Waiter::under(SpinPolicy::Fixed(500), &e, None);
+    while w.spin(true) {}
+    assert!(!w.dozing());
 }
 
 #[test]

@@ -33,8 +33,19 @@
 //!   in the waiter's cache and its waiter spins on. Such a waiter times its yields, and the
 //!   first one that ran nobody (no other thread wanted its CPU, so yielding is spinning by
 //!   another name) ends them: it sleeps, leaving the lock to the threads using it until an
-//!   unlock wakes it (see [`yielded`](Waiter::yielded)). A protocol may allow yields where it
-//!   forbids spinning (the mutex: while sleepers are announced, see
+//!   unlock wakes it (see [`yielded`](Waiter::yielded)). But where the lock's last
+//!   [`FUTILE_WAITS_DOZE`] waits all spun in vain too, the lock is the bottleneck: its
+//!   threads re-take it faster than any waiter catches it, wait after wait, with little work
+//!   between acquisitions to run in parallel. Then the waiter whose spinning proved futile
+//!   *dozes* instead of yielding (see [`doze`](Waiter::doze)): a yield keeps it runnable (it
+//!   comes back at once where nobody else wants the CPU, or hands the CPU to another thread
+//!   that may be a waiter of the same lock), and either way the lock keeps moving between
+//!   CPUs, paying a cache-line transfer each time; a dozer is off its CPU for about a wake-up
+//!   latency and touches nothing, so the lock stays with the CPU whose threads use it (the
+//!   surplus of a Malthusian lock, without a queue) and no release owes it a wake-up. Where
+//!   spins still pay now and then (threads have work between acquisitions), the waiter yields
+//!   and stays runnable: that work runs in parallel on the other CPUs. A protocol may allow
+//!   yields where it forbids spinning (the mutex: while sleepers are announced, see
 //!   [`spin_or_yield`](Waiter::spin_or_yield)).
 //!   A waiter whose sleep was *refused* (it announced itself on the lock's word, and before the
 //!   kernel compared the word the lock had been released and taken again, see
@@ -92,6 +103,14 @@ pub(crate) const PROBE_FACTOR: u32 = 4;
 /// threads using it a cache-line transfer, and another would cost them one more.
 pub(crate) const RETAKES_FUTILE: u32 = 1;
 
+/// A waiter whose spinning proved futile dozes instead of yielding when at least this many of
+/// its lock's waits in a row spun without the lock before it began (see the module docs): one
+/// futile spin is a hand-off race lost; a run of them is a lock re-taken faster than waiters
+/// catch it, wait after wait. Less than [`EXPLORE_EVERY`](super::spin::EXPLORE_EVERY), where
+/// the lock's estimate restarts its count.
+pub(crate) const FUTILE_WAITS_DOZE: u32 = 6;
+const _: () = assert!(FUTILE_WAITS_DOZE < super::spin::EXPLORE_EVERY);
+
 /// The shortest doze (see [`Waiter::doze`]): below it a doze costs the waiter more in its own
 /// timer and system calls than it leaves the lock to the threads using it.
 pub(crate) const DOZE_MIN_NS: u64 = 10_000;
@@ -142,6 +161,9 @@ pub(crate) struct Waiter<'a> {
     /// Looks that found the lock released and re-taken without this waiter (see
     /// [`look`](Waiter::look)).
     retakes: u32,
+    /// Waits on this lock in a row whose spin did not pay, when this one began (see
+    /// [`FUTILE_WAITS_DOZE`]).
+    futile_waits: u32,
     /// A sleep of this waiter was refused: it dozes from now on (see [`Waiter::refused`]).
     dozing: bool,
     subject: Subject<'a>,
@@ -245,6 +267,7 @@ impl<'a> Waiter<'a> {
                 .saturating_mul(PROBE_FACTOR)
                 .max(MIN_PROBE_NS),
             retakes: 0,
+            futile_waits: estimate.futile_waits(),
             dozing: false,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
@@ -312,6 +335,16 @@ impl<'a> Waiter<'a> {
         // Under loom a yield is modelled only where it adds a path a spin step has not: a waiter
         // awake while the protocol forbids spinning.
         let modelled = !cfg!(loom) || !spin_ok;
+        // Futile spinning on a lock whose waits keep spinning in vain: doze from now on
+        // instead of yielding (see the module docs). Re-takes are counted only while the
+        // waiter may still yield.
+        if self.retakes >= RETAKES_FUTILE
+            && self.yields > 0
+            && self.futile_waits >= FUTILE_WAITS_DOZE
+        {
+            self.yields = 0;
+            self.dozing = true;
+        }
         if yield_ok && modelled && self.yields > 0 && !self.timed_out() {
             self.yields -= 1;
             if self.retakes >= RETAKES_FUTILE {
@@ -449,8 +482,9 @@ impl<'a> Waiter<'a> {
         self.dozing = true;
     }
 
-    /// Whether this waiter dozes instead of sleeping on its lock's word (see
-    /// [`refused`](Self::refused)).
+    /// Whether this waiter dozes instead of sleeping on its lock's word (a sleep was
+    /// [`refused`](Self::refused), or its spinning proved futile on a lock whose waits keep
+    /// spinning in vain: see [`FUTILE_WAITS_DOZE`]).
     #[inline]
     pub(crate) fn dozing(&self) -> bool {
         self.dozing
