@@ -164,7 +164,8 @@ pub(crate) struct Waiter<'a> {
     /// Waits on this lock in a row whose spin did not pay, when this one began (see
     /// [`FUTILE_WAITS_DOZE`]).
     futile_waits: u32,
-    /// A sleep of this waiter was refused: it dozes from now on (see [`Waiter::refused`]).
+    /// A sleep of this waiter was refused, or its spinning proved futile on a lock whose waits
+    /// keep spinning in vain: it dozes from now on (see [`Waiter::dozing`]).
     dozing: bool,
     subject: Subject<'a>,
     rec: stats::Recorder,
