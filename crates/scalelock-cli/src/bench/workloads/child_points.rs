@@ -6,17 +6,13 @@ use super::{Point, Selection};
 use crate::bench::child;
 use crate::bench::harness::{Measurement, Trial};
 use std::sync::Arc;
-use std::time::Duration;
-
-/// Starting the bench binary again as a child, and its exit, for the bench's time estimate.
-pub const CHILD_START: Duration = child::START;
 
 /// What a point adds to its child's environment (variable, value); an error fails the point.
 pub type ChildEnv = Result<Vec<(&'static str, String)>, String>;
 
 /// One point per selected lock of `locks` and per selected thread count, each run in a child
 /// process of `workload`: the parent adds `env(lock)` to the child's environment, and the child
-/// measures with `here(lock, trial)`. Each point's time estimate counts [`CHILD_START`]; `each`
+/// measures with `here(lock, trial)`. Each point's time estimate counts [`child::START`]; `each`
 /// sets the workload's own parameters on every point (and may replace that estimate).
 ///
 /// ```ignore
@@ -44,7 +40,7 @@ pub fn child_points(
                 let vars: Vec<(&str, &str)> = vars.iter().map(|(k, v)| (*k, v.as_str())).collect();
                 child::run_point(workload, lock, None, None, t, &vars)
             });
-            each(point.overhead(CHILD_START).own_process())
+            each(point.overhead(child::START).own_process())
         })
         .collect()
 }

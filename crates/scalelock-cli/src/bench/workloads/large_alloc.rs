@@ -83,7 +83,7 @@
 //! environment the same runs return to the range of the others. The bench measures mimalloc
 //! as a user who adds the crate gets it, so it keeps the default.
 
-use super::child_points::{child_points, ChildEnv, CHILD_START};
+use super::child_points::{child_points, ChildEnv};
 use super::{Point, Selection, Workload};
 use crate::bench::child;
 use crate::bench::global_alloc::{self, GLOBAL_POOL};
@@ -107,7 +107,7 @@ const POLL_EVERY: u64 = 16;
 /// child's start, the memory phase and settling (both grow with the thread count:
 /// [`MEMORY_PHASE_PER_THREAD`] and [`SETTLE_PER_THREAD`] each), and the decay wait.
 fn child_overhead(threads: usize, wait_ms: u64) -> Duration {
-    CHILD_START
+    crate::bench::child::START
         + (MEMORY_PHASE_PER_THREAD + SETTLE_PER_THREAD) * threads as u32
         + Duration::from_millis(wait_ms)
 }
