@@ -2,7 +2,7 @@
 //! other lock: what the table, the markdown, the report and the memory rows all read.
 
 use super::locks;
-use super::stats::{Ratio, Record};
+use super::stats::{Ratio, Record, Spread};
 
 /// Records of one (workload, case): one table block, one row of plots.
 pub struct Group<'a> {
@@ -79,6 +79,44 @@ impl<'a> Group<'a> {
         )
     }
 
+    /// Speed of `series` over the best other at `threads`, counting only the runs on `lines`
+    /// (see [`Lines`]; `split`: from [`line_split_ns`]): the median speed of those runs of each
+    /// series, the best other chosen among them. `None` where `series`, or every other series,
+    /// has no such run. A VM's cost of moving a cache line between its CPUs changes with where
+    /// the host placed them; this says how a lock fares when transfers are cheap and when they
+    /// are dear, where the ratio over all runs mixes the two.
+    pub fn ratio_on(
+        &self,
+        ours: &str,
+        series: &str,
+        threads: usize,
+        lines: Lines,
+        split: f64,
+    ) -> Option<f64> {
+        let single = self.is_single_thread();
+        let median_on = |r: &Record| -> Option<f64> {
+            let speeds: Vec<f64> = r
+                .runs
+                .iter()
+                .filter(|k| {
+                    k.line_round_trip_ns
+                        .is_some_and(|ns| lines.keeps(ns, split))
+                })
+                .map(|k| run_speed(single, k.ops_per_sec, k.cpu_ns_per_op))
+                .collect();
+            (!speeds.is_empty()).then(|| Spread::of(&speeds).median)
+        };
+        let own = median_on(self.get(series, threads)?)?;
+        let best = self
+            .records
+            .iter()
+            .filter(|r| r.threads == threads && !is_own(ours, &r.series))
+            .filter(|r| r.lock != locks::FLOOR)
+            .filter_map(|r| median_on(r))
+            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
+        (best > 0.0).then(|| own / best)
+    }
+
     /// Whether every record of the group ran on one thread.
     pub fn is_single_thread(&self) -> bool {
         self.records.iter().all(|r| r.threads == 1)
@@ -134,4 +172,56 @@ pub fn groups(records: &[Record]) -> Vec<Group<'_>> {
         }
     }
     out
+}
+
+/// Which of a cell's runs [`Group::ratio_on`] counts: those whose cache-line round trip,
+/// measured just before the run (`runs[].line_round_trip_ns`), was at most the split (`Cheap`)
+/// or above it (`Dear`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lines {
+    /// Runs whose round trip was at most the split.
+    Cheap,
+    /// Runs whose round trip was above the split.
+    Dear,
+}
+
+impl Lines {
+    /// Both halves, cheap first.
+    pub const BOTH: [Lines; 2] = [Lines::Cheap, Lines::Dear];
+
+    /// Whether a run with a round trip of `ns` falls in this half of `split`.
+    pub fn keeps(self, ns: f64, split: f64) -> bool {
+        match self {
+            Lines::Cheap => ns <= split,
+            Lines::Dear => ns > split,
+        }
+    }
+
+    /// The row label in the table.
+    pub fn label(self) -> &'static str {
+        match self {
+            Lines::Cheap => "cheap lines",
+            Lines::Dear => "dear lines",
+        }
+    }
+
+    /// The record's parameter that holds [`Group::ratio_on`] for this half.
+    pub fn param(self) -> &'static str {
+        match self {
+            Lines::Cheap => "ratio_cheap_lines",
+            Lines::Dear => "ratio_dear_lines",
+        }
+    }
+}
+
+/// The median of the cache-line round trips measured before the runs of `records`: where
+/// [`Lines`] splits them. `None` unless at least two runs were measured and their round trips
+/// differ (nothing to split).
+pub fn line_split_ns(records: &[Record]) -> Option<f64> {
+    let ns: Vec<f64> = records
+        .iter()
+        .flat_map(|r| r.runs.iter().filter_map(|k| k.line_round_trip_ns))
+        .collect();
+    let spread = Spread::of(&ns);
+    (ns.len() >= 2 && spread.min < spread.max).then_some(spread.median)
 }

@@ -5,7 +5,7 @@
 //! then per workload and case a table of median throughput with the runs' range, and the ratio
 //! of each of our series to the best other with its spread (`?`: undecided).
 
-use super::group::{groups, is_own, Group};
+use super::group::{groups, is_own, line_split_ns, Group, Lines};
 use super::human_seconds;
 use super::output::{own_series_of, verdict, Run};
 use super::stats::{si, Ratio, Spread};
@@ -96,6 +96,17 @@ pub fn text(run: &Run) -> String {
          shared machine are not comparable across runs (use `scalelock bench --compare`).\n"
     );
 
+    let split = line_split_ns(&run.results);
+    if let Some(ns) = split {
+        let _ = writeln!(
+            out,
+            "Rows `on cheap lines` / `on dear lines`: the same ratio over only the runs whose \
+             cache-line round trip, measured before each run, was at most / above the median of \
+             all runs ({ns:.0} ns): how each lock fares when the host makes transfers between \
+             its CPUs cheap and when it makes them dear.\n"
+        );
+    }
+
     let all = groups(&run.results);
     let mut names: Vec<&str> = Vec::new();
     for g in &all {
@@ -128,7 +139,7 @@ pub fn text(run: &Run) -> String {
             } else {
                 info.map_or("ops/s, all threads".to_string(), |i| i.throughput.clone())
             };
-            group_table(&mut out, g, ours_of(run, n), &unit);
+            group_table(&mut out, g, ours_of(run, n), &unit, split);
         }
     }
     out
@@ -141,7 +152,7 @@ fn ours_of<'a>(run: &'a Run, workload: &str) -> &'a str {
         .map_or("scalelock", |i| i.ours.as_str())
 }
 
-fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str) {
+fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str, split: Option<f64>) {
     let threads = g.threads();
     let single = g.is_single_thread();
     let _ = write!(out, "| {} |", cell(unit));
@@ -201,6 +212,22 @@ fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str) {
             let _ = write!(out, " {text} |");
         }
         out.push('\n');
+        let Some(ns) = split else { continue };
+        let on: Vec<[Option<f64>; 2]> = threads
+            .iter()
+            .map(|&t| Lines::BOTH.map(|lines| g.ratio_on(ours, own, t, lines, ns)))
+            .collect();
+        if !on.iter().any(|c| c.iter().all(Option::is_some)) {
+            continue;
+        }
+        for (i, lines) in Lines::BOTH.into_iter().enumerate() {
+            let _ = write!(out, "| {own} ÷ best other, on {} |", lines.label());
+            for c in &on {
+                let text = c[i].map_or("-".into(), |v| format!("{v:.2}"));
+                let _ = write!(out, " {text} |");
+            }
+            out.push('\n');
+        }
     }
     out.push('\n');
 }
@@ -208,7 +235,7 @@ fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::output::tests::{record, record_runs, run};
+    use crate::bench::output::tests::{by_lines, record, record_runs, run};
 
     #[test]
     fn results_file_names_machine_commit_date_command_and_spreads() {
@@ -236,6 +263,20 @@ mod tests {
         assert!(t.contains("ahead overall"), "{t}");
         assert!(t.contains("## w"), "{t}");
         assert!(!t.contains("Cache-line round trip"), "{t}");
+    }
+
+    #[test]
+    fn results_file_has_the_ratios_on_cheap_and_dear_lines() {
+        let t = text(&run(by_lines()));
+        assert!(t.contains("all runs (195 ns)"), "{t}");
+        assert!(
+            t.contains("| scalelock ÷ best other, on cheap lines | 1.05 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| scalelock ÷ best other, on dear lines | 0.56 |"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The stdout table, `--json` and `--csv`.
 
-use super::group::{groups, is_own, Group};
+use super::group::{groups, is_own, line_split_ns, Group, Lines};
 use super::locks;
 use super::machine::Machine;
 use super::stats::{duration_ns, si, Ratio, Record, Standing};
@@ -73,8 +73,12 @@ pub struct WorkloadInfo {
 }
 
 /// Fills the `ratio_to_best_other` (median), `ratio_min`, `ratio_max`, `ratio_undecided` and
-/// `best_other` params of every record of the workload's own series.
+/// `best_other` params of every record of the workload's own series; where the runs' cache-line
+/// round trips differ, also `line_split_ns` and the ratios over the runs on either side of it,
+/// `ratio_cheap_lines` and `ratio_dear_lines` (see [`Group::ratio_on`]), where both sides have
+/// runs.
 pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
+    let split = line_split_ns(records);
     let mut ratios = Vec::new();
     for g in groups(records) {
         let Some(info) = workloads.iter().find(|w| w.name == g.workload) else {
@@ -86,12 +90,14 @@ pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
                     (g.ratio(&info.ours, s, t), g.best_other(&info.ours, t))
                 {
                     let key = (g.workload.to_string(), g.case.map(str::to_string));
-                    ratios.push((key, s.to_string(), t, ratio, best.series.clone()));
+                    let on = split
+                        .map(|ns| Lines::BOTH.map(|lines| g.ratio_on(&info.ours, s, t, lines, ns)));
+                    ratios.push((key, s.to_string(), t, ratio, best.series.clone(), on));
                 }
             }
         }
     }
-    for ((w, c), s, t, ratio, best) in ratios {
+    for ((w, c), s, t, ratio, best, on) in ratios {
         if let Some(r) = records
             .iter_mut()
             .find(|r| r.workload == w && r.case == c && r.threads == t && r.series == s)
@@ -108,6 +114,14 @@ pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
                 serde_json::json!(ratio.undecided()),
             );
             p.insert("best_other".into(), serde_json::json!(best));
+            if let (Some(ns), Some(on)) = (split, on) {
+                p.insert("line_split_ns".into(), serde_json::json!(ns));
+                for (lines, ratio) in Lines::BOTH.into_iter().zip(on) {
+                    if let Some(v) = ratio {
+                        p.insert(lines.param().into(), serde_json::json!(v));
+                    }
+                }
+            }
         }
     }
 }
@@ -207,6 +221,15 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
     if run.config.repeat == 1 {
         out.push_str(
             "One run per point: no spread, nothing can be called undecided (--repeat N).\n",
+        );
+    }
+    let split = line_split_ns(&run.results);
+    if let Some(ns) = split {
+        let _ = writeln!(
+            out,
+            "`cheap lines` / `dear lines`: the same ratio over only the runs whose cache-line\n\
+             round trip, measured before each run, was at most / above the median of all runs\n\
+             ({ns:.0} ns): how each lock fares when the host makes transfers cheap and when dear."
         );
     }
     let mut last_workload = "";
@@ -310,7 +333,7 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
                     out.push('\n');
                 }
                 if i == 0 {
-                    ratio_rows(&mut out, &g, ours, &threads, width);
+                    ratio_rows(&mut out, &g, ours, &threads, width, split);
                 }
             }
             out.push_str(&super::memory::table_rows(&g, width));
@@ -322,8 +345,17 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
     out
 }
 
-/// The `÷ best other` row and its spread row, per own series.
-fn ratio_rows(out: &mut String, g: &Group<'_>, ours: &str, threads: &[usize], width: usize) {
+/// The `÷ best other` row and its spread row, per own series; with a `split` of the runs by
+/// their cache-line round trip, the ratio over the runs on either side of it (see
+/// [`Group::ratio_on`]), where some cell has runs on both.
+fn ratio_rows(
+    out: &mut String,
+    g: &Group<'_>,
+    ours: &str,
+    threads: &[usize],
+    width: usize,
+    split: Option<f64>,
+) {
     for own in own_or_missing(g, ours) {
         let ratios: Vec<Option<Ratio>> = threads.iter().map(|&t| g.ratio(ours, own, t)).collect();
         let _ = write!(out, "  {:<width$}", format!("{own} ÷ best other"));
@@ -342,6 +374,22 @@ fn ratio_rows(out: &mut String, g: &Group<'_>, ours: &str, threads: &[usize], wi
             let _ = write!(out, " {cell:>CELL$}");
         }
         out.push('\n');
+        let Some(ns) = split else { continue };
+        let on: Vec<[Option<f64>; 2]> = threads
+            .iter()
+            .map(|&t| Lines::BOTH.map(|lines| g.ratio_on(ours, own, t, lines, ns)))
+            .collect();
+        if !on.iter().any(|c| c.iter().all(Option::is_some)) {
+            continue;
+        }
+        for (i, lines) in Lines::BOTH.into_iter().enumerate() {
+            let _ = write!(out, "  {:<width$}", format!("  {}", lines.label()));
+            for c in &on {
+                let cell = c[i].map_or("-".into(), |v| format!("{v:.2}"));
+                let _ = write!(out, " {cell:>CELL$}");
+            }
+            out.push('\n');
+        }
     }
 }
 
@@ -804,6 +852,90 @@ pub(crate) mod tests {
                 ("scalelock".to_string(), Some(0.75))
             ]
         );
+    }
+
+    /// `record_runs`, each run with the cache-line round trip given beside its throughput.
+    fn record_lines(series: &str, runs: &[(f64, f64)]) -> Record {
+        let ops: Vec<f64> = runs.iter().map(|r| r.0).collect();
+        let mut r = record_runs("w", None, series, 2, &ops);
+        for (k, &(_, ns)) in r.runs.iter_mut().zip(runs) {
+            k.line_round_trip_ns = Some(ns);
+        }
+        r
+    }
+
+    /// Ours keeps up while lines are cheap and falls behind while they are dear; the other lock
+    /// is steady. Round trips 80, 90 (cheap) and 300, 400 (dear): the split is 195 ns.
+    pub fn by_lines() -> Vec<Record> {
+        vec![
+            record_lines(
+                "scalelock",
+                &[(100.0, 80.0), (50.0, 300.0), (110.0, 90.0), (40.0, 400.0)],
+            ),
+            record_lines(
+                "std",
+                &[(100.0, 90.0), (80.0, 400.0), (100.0, 80.0), (80.0, 300.0)],
+            ),
+        ]
+    }
+
+    #[test]
+    fn ratios_on_cheap_and_dear_lines_count_only_the_runs_on_either_side_of_the_split() {
+        let rs = by_lines();
+        let split = line_split_ns(&rs).unwrap();
+        assert_eq!(split, 195.0);
+        let g = &groups(&rs)[0];
+        let on = |lines| {
+            g.ratio_on("scalelock", "scalelock", 2, lines, split)
+                .unwrap()
+        };
+        assert!(
+            (on(Lines::Cheap) - 1.05).abs() < 1e-9,
+            "{}",
+            on(Lines::Cheap)
+        );
+        assert!(
+            (on(Lines::Dear) - 45.0 / 80.0).abs() < 1e-9,
+            "{}",
+            on(Lines::Dear)
+        );
+        // Over all runs the two are mixed: 75 against 90.
+        let all = g.ratio("scalelock", "scalelock", 2).unwrap().median;
+        assert!((all - 75.0 / 90.0).abs() < 1e-9, "{all}");
+        // No run of ours on one side: no ratio there.
+        assert_eq!(
+            g.ratio_on("scalelock", "scalelock", 2, Lines::Cheap, 50.0),
+            None
+        );
+        // Runs without a measured round trip, or all alike: nothing to split.
+        assert_eq!(line_split_ns(&sample()), None);
+        let same = vec![record_lines("std", &[(1.0, 100.0), (2.0, 100.0)])];
+        assert_eq!(line_split_ns(&same), None);
+    }
+
+    #[test]
+    fn the_table_and_the_json_show_the_ratios_on_cheap_and_dear_lines() {
+        let t = table(&run(by_lines()), &Metric::ALL);
+        assert!(t.contains("(195 ns)"), "{t}");
+        let row = |label: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} row in\n{t}"))
+                .to_string()
+        };
+        assert!(row("cheap lines").contains("1.05"), "{t}");
+        assert!(row("dear lines").contains("0.56"), "{t}");
+        let mut r = run(by_lines());
+        let infos = r.workloads.clone();
+        annotate_ratios(&mut r.results, &infos);
+        let p = &r.results[0].params;
+        assert_eq!(p["line_split_ns"].as_f64(), Some(195.0));
+        assert!((p["ratio_dear_lines"].as_f64().unwrap() - 0.5625).abs() < 1e-9);
+        assert!((p["ratio_cheap_lines"].as_f64().unwrap() - 1.05).abs() < 1e-9);
+        assert!(!r.results[1].params.contains_key("ratio_dear_lines"));
+        // Without round trips the rows and the parameters are absent.
+        let t = table(&run(sample()), &Metric::ALL);
+        assert!(!t.contains("cheap lines"), "{t}");
     }
 
     #[test]
