@@ -82,7 +82,7 @@ impl<'a> Group<'a> {
     /// Speed of `series` over the best other at `threads`, counting only the runs on `lines`
     /// (see [`Lines`]; `split`: from [`line_split_ns`]): the median speed of those runs of each
     /// series, the best other chosen among them. `None` where `series`, or every other series,
-    /// has no such run. A VM's cost of moving a cache line between its CPUs changes with where
+    /// has no such run, and on one thread (a run on one thread moves no line between CPUs). A VM's cost of moving a cache line between its CPUs changes with where
     /// the host placed them; this says how a lock fares when transfers are cheap and when they
     /// are dear, where the ratio over all runs mixes the two.
     pub fn ratio_on(
@@ -93,6 +93,9 @@ impl<'a> Group<'a> {
         lines: Lines,
         split: f64,
     ) -> Option<f64> {
+        if threads <= 1 {
+            return None;
+        }
         let single = self.is_single_thread();
         let median_on = |r: &Record| -> Option<f64> {
             let speeds: Vec<f64> = r

@@ -902,6 +902,16 @@ pub(crate) mod tests {
         // Over all runs the two are mixed: 75 against 90.
         let all = g.ratio("scalelock", "scalelock", 2).unwrap().median;
         assert!((all - 75.0 / 90.0).abs() < 1e-9, "{all}");
+        // One thread moves no line between CPUs: no ratio by lines.
+        let mut one = by_lines();
+        for r in &mut one {
+            r.threads = 1;
+        }
+        let g1 = &groups(&one)[0];
+        assert_eq!(
+            g1.ratio_on("scalelock", "scalelock", 1, Lines::Cheap, split),
+            None
+        );
         // No run of ours on one side: no ratio there.
         assert_eq!(
             g.ratio_on("scalelock", "scalelock", 2, Lines::Cheap, 50.0),
