@@ -120,6 +120,37 @@ impl<'a> Group<'a> {
         (best > 0.0).then(|| own / best)
     }
 
+    /// The rows of [`ratio_on`](Self::ratio_on) for `series` across `threads`: per half of
+    /// `split`, one cell per thread count (`0.95`, or `-` where that half has no ratio). Empty
+    /// without a split, or where no thread count has a ratio on both halves.
+    pub fn rows_on_lines(
+        &self,
+        ours: &str,
+        series: &str,
+        threads: &[usize],
+        split: Option<f64>,
+    ) -> Vec<(Lines, Vec<String>)> {
+        let Some(ns) = split else { return Vec::new() };
+        let on: Vec<[Option<f64>; 2]> = threads
+            .iter()
+            .map(|&t| Lines::BOTH.map(|lines| self.ratio_on(ours, series, t, lines, ns)))
+            .collect();
+        if !on.iter().any(|c| c.iter().all(Option::is_some)) {
+            return Vec::new();
+        }
+        Lines::BOTH
+            .into_iter()
+            .enumerate()
+            .map(|(i, lines)| {
+                let cells = on
+                    .iter()
+                    .map(|c| c[i].map_or("-".into(), |v| format!("{v:.2}")))
+                    .collect();
+                (lines, cells)
+            })
+            .collect()
+    }
+
     /// Whether every record of the group ran on one thread.
     pub fn is_single_thread(&self) -> bool {
         self.records.iter().all(|r| r.threads == 1)

@@ -5,7 +5,7 @@
 //! then per workload and case a table of median throughput with the runs' range, and the ratio
 //! of each of our series to the best other with its spread (`?`: undecided).
 
-use super::group::{groups, is_own, line_split_ns, Group, Lines};
+use super::group::{groups, is_own, line_split_ns, Group};
 use super::human_seconds;
 use super::output::{own_series_of, verdict, Run};
 use super::stats::{si, Ratio, Spread};
@@ -212,18 +212,9 @@ fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str, split: O
             let _ = write!(out, " {text} |");
         }
         out.push('\n');
-        let Some(ns) = split else { continue };
-        let on: Vec<[Option<f64>; 2]> = threads
-            .iter()
-            .map(|&t| Lines::BOTH.map(|lines| g.ratio_on(ours, own, t, lines, ns)))
-            .collect();
-        if !on.iter().any(|c| c.iter().all(Option::is_some)) {
-            continue;
-        }
-        for (i, lines) in Lines::BOTH.into_iter().enumerate() {
+        for (lines, cells) in g.rows_on_lines(ours, own, &threads, split) {
             let _ = write!(out, "| {own} ÷ best other, on {} |", lines.label());
-            for c in &on {
-                let text = c[i].map_or("-".into(), |v| format!("{v:.2}"));
+            for text in cells {
                 let _ = write!(out, " {text} |");
             }
             out.push('\n');

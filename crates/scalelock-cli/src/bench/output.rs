@@ -374,18 +374,9 @@ fn ratio_rows(
             let _ = write!(out, " {cell:>CELL$}");
         }
         out.push('\n');
-        let Some(ns) = split else { continue };
-        let on: Vec<[Option<f64>; 2]> = threads
-            .iter()
-            .map(|&t| Lines::BOTH.map(|lines| g.ratio_on(ours, own, t, lines, ns)))
-            .collect();
-        if !on.iter().any(|c| c.iter().all(Option::is_some)) {
-            continue;
-        }
-        for (i, lines) in Lines::BOTH.into_iter().enumerate() {
+        for (lines, cells) in g.rows_on_lines(ours, own, threads, split) {
             let _ = write!(out, "  {:<width$}", format!("  {}", lines.label()));
-            for c in &on {
-                let cell = c[i].map_or("-".into(), |v| format!("{v:.2}"));
+            for cell in cells {
                 let _ = write!(out, " {cell:>CELL$}");
             }
             out.push('\n');
