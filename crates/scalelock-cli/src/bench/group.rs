@@ -82,9 +82,10 @@ impl<'a> Group<'a> {
     /// Speed of `series` over the best other at `threads`, counting only the runs on `lines`
     /// (see [`Lines`]; `split`: from [`line_split_ns`]): the median speed of those runs of each
     /// series, the best other chosen among them. `None` where `series`, or every other series,
-    /// has no such run, and on one thread (a run on one thread moves no line between CPUs). A VM's cost of moving a cache line between its CPUs changes with where
-    /// the host placed them; this says how a lock fares when transfers are cheap and when they
-    /// are dear, where the ratio over all runs mixes the two.
+    /// has no such run, and on one thread (a lone thread moves no line between CPUs). A VM's
+    /// cost of moving a cache line between its CPUs changes with where the host placed them;
+    /// this says how a lock fares when transfers are cheap and when they are dear, where the
+    /// ratio over all runs mixes the two.
     pub fn ratio_on(
         &self,
         ours: &str,
@@ -96,7 +97,6 @@ impl<'a> Group<'a> {
         if threads <= 1 {
             return None;
         }
-        let single = self.is_single_thread();
         let median_on = |r: &Record| -> Option<f64> {
             let speeds: Vec<f64> = r
                 .runs
@@ -105,7 +105,7 @@ impl<'a> Group<'a> {
                     k.line_round_trip_ns
                         .is_some_and(|ns| lines.keeps(ns, split))
                 })
-                .map(|k| run_speed(single, k.ops_per_sec, k.cpu_ns_per_op))
+                .map(|k| run_speed(false, k.ops_per_sec, k.cpu_ns_per_op))
                 .collect();
             (!speeds.is_empty()).then(|| Spread::of(&speeds).median)
         };
@@ -116,7 +116,7 @@ impl<'a> Group<'a> {
             .filter(|r| r.threads == threads && !is_own(ours, &r.series))
             .filter(|r| r.lock != locks::FLOOR)
             .filter_map(|r| median_on(r))
-            .fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v))))?;
+            .max_by(f64::total_cmp)?;
         (best > 0.0).then(|| own / best)
     }
 
