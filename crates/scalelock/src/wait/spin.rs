@@ -513,14 +513,17 @@ impl Spinner {
     /// their number.
     ///
     /// ```
-    /// use scalelock::wait::{SpinBudget, Spinner};
+    /// use scalelock::wait::{pause_ps, SpinBudget, Spinner};
     ///
     /// let mut s = Spinner::polling(SpinBudget::Nanos(1_000));
-    /// let mut steps = 0;
+    /// let mut steps = 0u64;
     /// while s.spin() {
     ///     steps += 1; // re-read the flag here
     /// }
-    /// assert!(steps > 8 && s.spent_ns() >= 1_000);
+    /// // A step is at most 4 pauses (calibrated on this CPU), so spending the budget takes at
+    /// // least this many of them.
+    /// let longest_step_ps = 4 * u64::from(pause_ps());
+    /// assert!(steps >= 1_000_000 / longest_step_ps && s.spent_ns() >= 1_000);
     /// ```
     #[inline]
     pub fn polling(budget: SpinBudget) -> Spinner {
