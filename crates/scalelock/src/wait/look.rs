@@ -150,14 +150,23 @@ mod tests {
     #[test]
     fn a_look_returns_the_value_and_a_private_word_has_not_moved() {
         let w = AtomicU32::new(7);
-        // Warm the line into this CPU's cache; an interrupt can make any one look slow, so ask
-        // only that most looks at a word nobody else writes see it unmoved.
+        // Warm the line into this CPU's cache; an interrupt can make any one look slow, and
+        // other tests running beside this one can slow a whole batch of looks on a VM's shared
+        // core, so ask only that in one of a few batches most looks at a word nobody else
+        // writes see it unmoved.
         let _ = look(&w);
-        let unmoved = (0..64).filter(|_| !look(&w).moved).count();
+        let mut batches = Vec::new();
+        for _ in 0..5 {
+            let unmoved = (0..64).filter(|_| !look(&w).moved).count();
+            batches.push(unmoved);
+            if unmoved > 32 {
+                break;
+            }
+        }
         assert_eq!(look(&w).value, 7);
         assert!(
-            unmoved > 32,
-            "{unmoved} of 64 looks at a private word unmoved"
+            batches.iter().any(|&u| u > 32),
+            "looks at a private word unmoved, of 64 per batch: {batches:?}"
         );
     }
 
