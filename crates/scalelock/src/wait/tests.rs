@@ -454,13 +454,34 @@ fn a_waiter_sharing_its_cpu_with_a_runnable_thread_cuts_its_spin_short_and_yield
 #[test]
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
 fn a_look_at_a_word_another_cpu_wrote_sees_its_line_moved() {
-    use super::look::{look, MOVED_NS};
-    use crossbeam_utils::CachePadded;
-    use std::sync::atomic::Ordering::{Acquire, Release};
     // The writer (CPU 1) stores into `word`, then passes the turn; the reader (CPU 0) waits for
     // its turn, looks at `word` once, and passes the turn back. Every look reads a line that
     // the other CPU wrote last.
     const ROUNDS: u32 = 400;
+    // On a VM a batch can be disturbed (the host runs something else on one vCPU, or other
+    // tests run beside this one): ask that one of three batches shows the moves.
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        match moved_looks(ROUNDS) {
+            None => return,
+            Some((moved, _)) if moved > ROUNDS / 2 => return,
+            Some(batch) => seen.push(batch),
+        }
+    }
+    panic!(
+        "(looks that saw the line another CPU wrote move, of {ROUNDS}; ns a transfer takes) \
+         per batch: {seen:?}"
+    );
+}
+
+/// One batch of [`a_look_at_a_word_another_cpu_wrote_sees_its_line_moved`]: how many of
+/// `rounds` looks saw the line move, and about how long a transfer took; `None` where there is
+/// nothing to check (not pinned, or a transfer not clearly slower than the threshold).
+#[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+fn moved_looks(rounds: u32) -> Option<(u32, u64)> {
+    use super::look::{look, MOVED_NS};
+    use crossbeam_utils::CachePadded;
+    use std::sync::atomic::Ordering::{Acquire, Release};
     let word = CachePadded::new(AtomicU32::new(0));
     let turn = CachePadded::new(AtomicU32::new(0));
     let mut moved = 0;
@@ -469,7 +490,7 @@ fn a_look_at_a_word_another_cpu_wrote_sees_its_line_moved() {
     std::thread::scope(|s| {
         let writer = s.spawn(|| {
             let ok = pin_to(1);
-            for i in 1..=ROUNDS {
+            for i in 1..=rounds {
                 word.store(i, Relaxed);
                 turn.store(2 * i - 1, Release);
                 while turn.load(Acquire) != 2 * i {
@@ -479,7 +500,7 @@ fn a_look_at_a_word_another_cpu_wrote_sees_its_line_moved() {
             ok
         });
         pinned &= pin_to(0);
-        for i in 1..=ROUNDS {
+        for i in 1..=rounds {
             while turn.load(Acquire) != 2 * i - 1 {
                 core::hint::spin_loop();
             }
@@ -497,13 +518,9 @@ fn a_look_at_a_word_another_cpu_wrote_sees_its_line_moved() {
     // about three transfers. Where a transfer is not clearly slower than the threshold (two
     // CPUs that share a cache, or one CPU), a look cannot tell, and there is nothing to check.
     let rounds_ns = started.map_or(0, |t| t.elapsed().as_nanos() as u64);
-    let transfer_ns = rounds_ns / (3 * u64::from(ROUNDS - 1));
+    let transfer_ns = rounds_ns / (3 * u64::from(rounds - 1));
     if !pinned || transfer_ns < 3 * MOVED_NS {
-        return;
+        return None;
     }
-    assert!(
-        moved > ROUNDS / 2,
-        "{moved} of {ROUNDS} looks saw the line another CPU wrote move (a transfer takes about \
-         {transfer_ns} ns)"
-    );
+    Some((moved, transfer_ns))
 }
