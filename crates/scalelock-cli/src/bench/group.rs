@@ -47,12 +47,22 @@ impl<'a> Group<'a> {
     /// [`Group::ratio`]).
     pub fn best_other(&self, ours: &str, threads: usize) -> Option<&'a Record> {
         let single = self.is_single_thread();
+        self.others(ours, threads)
+            .max_by(|a, b| speed(single, a).total_cmp(&speed(single, b)))
+    }
+
+    /// The records at `threads` that a series of the `ours` family is compared with: not of
+    /// the family (see [`is_own`]) and not the bare test-and-set floor.
+    fn others<'b>(
+        &'b self,
+        ours: &'b str,
+        threads: usize,
+    ) -> impl Iterator<Item = &'a Record> + 'b {
         self.records
             .iter()
             .copied()
-            .filter(|r| r.threads == threads && !is_own(ours, &r.series))
+            .filter(move |r| r.threads == threads && !is_own(ours, &r.series))
             .filter(|r| r.lock != locks::FLOOR)
-            .max_by(|a, b| speed(single, a).total_cmp(&speed(single, b)))
     }
 
     /// Speed of `series` over the best other at `threads` ([`Group::best_other`]): the ratio
@@ -111,11 +121,8 @@ impl<'a> Group<'a> {
         };
         let own = median_on(self.get(series, threads)?)?;
         let best = self
-            .records
-            .iter()
-            .filter(|r| r.threads == threads && !is_own(ours, &r.series))
-            .filter(|r| r.lock != locks::FLOOR)
-            .filter_map(|r| median_on(r))
+            .others(ours, threads)
+            .filter_map(median_on)
             .max_by(f64::total_cmp)?;
         (best > 0.0).then(|| own / best)
     }
