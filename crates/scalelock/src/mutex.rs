@@ -23,7 +23,9 @@
 //! A waiter whose sleep is refused (it set `CONTENDED`, and before the kernel compared the word
 //! the lock was released, clearing the flag, and taken again), or whose spin found the lock
 //! released and re-taken by others under its eyes while the lock's recent waits all spun in
-//! vain too (see the wait layer's `FUTILE_WAITS_DOZE`), dozes from then on: it sleeps for about
+//! vain too (see the wait layer's `FUTILE_WAITS_DOZE`), or whose look found the lock just released
+//! on a far CPU and re-taken there within the time a hand-off would take (see
+//! `Waiter::declined`), dozes from then on: it sleeps for about
 //! a wake-up latency on a word of its own, without announcing itself, and looks again (see
 //! `Waiter::doze`). A lock re-taken that fast is one whose threads keep it busy without help;
 //! an announced sleeper would cost each release a wake and be refused again, and a spinning or
@@ -310,6 +312,12 @@ impl RawMutex {
                 // A look that finds the lock re-taken since the last one tells the waiter that
                 // spinning does not catch this lock (see Waiter::look).
                 s = w.look(&self.state, |s| s & LOCKED != 0);
+                // A free lock released on a far CPU is left to that CPU's threads (see
+                // Waiter::declined): doze, then look again.
+                if w.declines() {
+                    w.doze();
+                    s = self.state.load(Ordering::Relaxed);
+                }
                 continue;
             }
 

@@ -16,6 +16,12 @@
 //! brackets the load and nothing else; the threshold is calibrated once per process, the first
 //! time a look is timed.
 //!
+//! A look also tells whether a moved line came from *far*: from a CPU that shares no cache level
+//! with this one, so that the transfer took longer than a load from memory (timed once, at
+//! calibration, on a line flushed out of every cache). Such a transfer crosses the boundary that
+//! a NUMA-aware lock keeps its lock from crossing (lock cohorting, CNA): a lock taken there
+//! drags its line and its data across it, and back when the next thread takes it.
+//!
 //! Only x86-64 has a counter fine enough for this and cheap enough to read on every look.
 //! Elsewhere (and under loom and Miri) a look is a plain load and never reports a moved line,
 //! so a waiter there spins its learned budget without this signal (the probe yield still cuts
@@ -33,6 +39,14 @@ pub(crate) const MOVED_NS: u64 = 20;
 /// `u64::MAX` where looks are not timed.
 static MOVED_TICKS: GlobalU64 = GlobalU64::new(0);
 
+/// Time-stamp-counter ticks per microsecond; 0 until calibrated (and where looks are not timed).
+static TICKS_PER_US: GlobalU64 = GlobalU64::new(0);
+
+/// Time-stamp-counter ticks above which a moved line came from far: the fastest of a few timed
+/// loads from memory. `u64::MAX` where looks are not timed, or where memory was not measurably
+/// slower than a moved line's threshold. Set before [`MOVED_TICKS`].
+static FAR_TICKS: GlobalU64 = GlobalU64::new(u64::MAX);
+
 /// A look at a word: its value, and whether its line came from another CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Look {
@@ -40,6 +54,20 @@ pub(crate) struct Look {
     pub(crate) value: u32,
     /// The load fetched a line another CPU had written since this CPU last read it.
     pub(crate) moved: bool,
+    /// The moved line came from far: the load took longer than one from memory.
+    pub(crate) far: bool,
+    /// How long the load took, in time-stamp-counter ticks (0 where looks are not timed; see
+    /// [`ticks_ns`]).
+    pub(crate) took: u64,
+}
+
+/// Nanoseconds in `ticks` of the time-stamp counter (0 where looks are not timed).
+#[inline]
+pub(crate) fn ticks_ns(ticks: u64) -> u64 {
+    match TICKS_PER_US.load(Ordering::Relaxed) {
+        0 => 0,
+        per_us => ticks.saturating_mul(1_000) / per_us,
+    }
 }
 
 /// Loads `word` (relaxed) and times the load; see the module docs.
@@ -50,14 +78,18 @@ pub(crate) fn look(word: &AtomicU32) -> Look {
         return Look {
             value: word.load(Ordering::Relaxed),
             moved: false,
+            far: false,
+            took: 0,
         };
     }
     let t0 = ticks();
     let value = word.load(Ordering::Relaxed);
-    let t1 = ticks();
+    let took = ticks().wrapping_sub(t0);
     Look {
         value,
-        moved: t1.wrapping_sub(t0) > threshold,
+        moved: took > threshold,
+        far: took > threshold && took > FAR_TICKS.load(Ordering::Relaxed),
+        took,
     }
 }
 
@@ -134,13 +166,53 @@ fn calibrate() -> u64 {
         if ticks_elapsed < ns_elapsed / 10 || ticks_elapsed > ns_elapsed * 100 {
             u64::MAX
         } else {
-            hit.saturating_add(MOVED_NS * ticks_elapsed / ns_elapsed)
+            let moved = hit.saturating_add(MOVED_NS * ticks_elapsed / ns_elapsed);
+            TICKS_PER_US.store(
+                (ticks_elapsed.saturating_mul(1_000) / ns_elapsed).max(1),
+                Ordering::Relaxed,
+            );
+            let memory = memory_ticks();
+            if memory > moved {
+                FAR_TICKS.store(memory, Ordering::Relaxed);
+            }
+            moved
         }
     } else {
         u64::MAX
     };
     MOVED_TICKS.store(threshold, Ordering::Relaxed);
     threshold
+}
+
+/// The fastest of a few timed loads of a line flushed out of every cache first: what a load
+/// from memory costs (timed builds on x86-64 only).
+#[cfg(all(target_arch = "x86_64", not(loom), not(miri)))]
+fn memory_ticks() -> u64 {
+    use core::arch::x86_64::{_mm_clflush, _mm_mfence};
+    // A line of its own, so that flushing it evicts nobody else's data.
+    #[repr(align(64))]
+    struct Line(core::sync::atomic::AtomicU32);
+    static LINE: Line = Line(core::sync::atomic::AtomicU32::new(0));
+    let mut fastest = u64::MAX;
+    for _ in 0..8 {
+        // SAFETY: CLFLUSH and MFENCE exist on every x86-64 CPU (SSE2). CLFLUSH takes any
+        // address of a mapped byte, here the start of a live static, and only writes the line
+        // back to memory and evicts it, which changes no value; the fence orders the flush
+        // before the timed load.
+        unsafe {
+            _mm_clflush(LINE.0.as_ptr().cast::<u8>());
+            _mm_mfence();
+        }
+        let t0 = ticks();
+        let _ = LINE.0.load(core::sync::atomic::Ordering::Relaxed);
+        fastest = fastest.min(ticks().wrapping_sub(t0));
+    }
+    fastest
+}
+
+#[cfg(not(all(target_arch = "x86_64", not(loom), not(miri))))]
+fn memory_ticks() -> u64 {
+    u64::MAX
 }
 
 #[cfg(test)]
@@ -168,6 +240,28 @@ mod tests {
             batches.iter().any(|&u| u > 32),
             "looks at a private word unmoved, of 64 per batch: {batches:?}"
         );
+    }
+
+    #[test]
+    fn a_private_word_is_never_far_and_ticks_convert_to_nanoseconds() {
+        let w = AtomicU32::new(1);
+        let _ = look(&w);
+        // A far line is a moved one: a hit, however slow an interrupt makes it, is far only if
+        // it also read as moved, and most looks at a private word do not (see above).
+        let far = (0..64).filter(|_| look(&w).far).count();
+        assert!(far < 32, "{far} of 64 looks at a private word read as far");
+        if looks_are_timed() {
+            let per_us = TICKS_PER_US.load(Ordering::Relaxed);
+            assert!(per_us > 0, "calibrated");
+            assert_eq!(ticks_ns(per_us * 3), 3_000);
+            let far_ticks = FAR_TICKS.load(Ordering::Relaxed);
+            assert!(
+                far_ticks == u64::MAX || far_ticks > MOVED_TICKS.load(Ordering::Relaxed),
+                "a far line is one that took longer than a moved one's threshold"
+            );
+        } else {
+            assert_eq!(ticks_ns(1_000), 0);
+        }
     }
 
     #[test]

@@ -353,6 +353,55 @@ fn a_futile_spinner_dozes_without_yielding_once_its_locks_waits_keep_spinning_in
 }
 
 #[test]
+fn a_waiter_that_declined_a_lock_stops_spinning_and_dozes_and_its_spin_is_learned_as_paid() {
+    let e = SpinEstimate::new();
+    for _ in 0..60 {
+        e.record(false, 0);
+    }
+    let before = e.get();
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    // Spin a little first, so that the spin it learns from is not empty.
+    for _ in 0..4 {
+        assert!(w.spin(true));
+    }
+    assert!(!w.declines(), "nothing declined yet");
+    w.declined();
+    assert!(w.declines(), "the slow path is told once");
+    assert!(!w.declines(), "and asking clears it");
+    assert!(w.dozing(), "its wait goes on as dozes");
+    assert!(!w.watches(), "it looks plainly from now on");
+    assert!(
+        !w.spin_or_yield(true, true),
+        "it neither spins nor yields any more"
+    );
+    assert_eq!(w.yields_left(), 0);
+    assert!(
+        e.get() > before,
+        "a spin that found the lock free paid: estimate {} not above {before}",
+        e.get()
+    );
+    // The learning happened once: ending the wait teaches nothing more.
+    let learned = e.get();
+    assert!(w.acquired(false));
+    assert_eq!(e.get(), learned);
+}
+
+#[test]
+fn a_look_at_a_word_nobody_else_writes_never_declines_the_lock() {
+    let e = SpinEstimate::new();
+    let word = AtomicU32::new(0);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    for _ in 0..100 {
+        assert_eq!(w.look(&word, |s| s != 0), 0);
+        assert!(
+            !w.declines(),
+            "a free lock nobody released elsewhere is taken"
+        );
+    }
+    assert!(!w.dozing());
+}
+
+#[test]
 fn a_futile_spinner_whose_yield_ran_nobody_sleeps_next_and_one_whose_yield_ran_work_yields_on() {
     let e = SpinEstimate::new();
     let slow = QUICK_YIELD_NS + 1;

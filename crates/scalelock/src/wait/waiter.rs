@@ -47,6 +47,20 @@
 //!   and stays runnable: that work runs in parallel on the other CPUs. A protocol may allow
 //!   yields where it forbids spinning (the mutex: while sleepers are announced, see
 //!   [`spin_or_yield`](Waiter::spin_or_yield)).
+//!   A watching waiter whose look finds the lock *free*, its line fetched from a *far* CPU
+//!   (one that shares no cache level with the waiter's: the load took longer than one from
+//!   memory, see `look`), does not take it at once. A hand-off there moves the lock's line,
+//!   and the data it guards, across that boundary, and back when the releaser's CPU takes the
+//!   lock next: two transfers on the lock's critical path for every acquisition, where the
+//!   releaser's own next acquisition is a hit in its cache. Whether that pays depends on how
+//!   long the releaser leaves the lock, which the waiter tests: it waits, without looking, as
+//!   long as the two transfers take, and looks again. A lock still free is taken (its users
+//!   leave it longer than a hand-off costs, so moving it lets their work run in parallel); a
+//!   lock taken again meanwhile is *declined* (see [`declined`](Waiter::declined)): its threads
+//!   re-take it faster than it could cross, and it runs faster where it is, so the waiter dozes
+//!   as a futile spinner does. NUMA-aware locks (lock cohorting, CNA) keep a lock within a
+//!   node for the same reason; here the waiter measures the boundary rather than being told
+//!   the machine's layout, and the releaser's behaviour decides, not a rule.
 //!   A waiter whose sleep was *refused* (it announced itself on the lock's word, and before the
 //!   kernel compared the word the lock had been released and taken again, see
 //!   [`refused`](Waiter::refused)) *dozes* from then on instead of sleeping on the word: a
@@ -75,7 +89,7 @@
 //! calibrate themselves).
 
 use super::futex::{self, WaitOutcome};
-use super::look::look;
+use super::look::{look, ticks_ns};
 use super::spin::{yield_cpu, DEADLINE_CHECK_EVERY, MIN_PROBE_NS};
 use super::{now_ns, Deadline, SpinBudget, SpinEstimate, Spinner};
 use crate::stats::{self, HoldSampled};
@@ -164,9 +178,12 @@ pub(crate) struct Waiter<'a> {
     /// Waits on this lock in a row whose spin did not pay, when this one began (see
     /// [`FUTILE_WAITS_DOZE`]).
     futile_waits: u32,
-    /// A sleep of this waiter was refused, or its spinning proved futile on a lock whose waits
-    /// keep spinning in vain: it dozes from now on (see [`Waiter::dozing`]).
+    /// A sleep of this waiter was refused, its spinning proved futile on a lock whose waits
+    /// keep spinning in vain, or it declined a free lock released on a far CPU: it dozes from
+    /// now on (see [`Waiter::dozing`]).
     dozing: bool,
+    /// Its last look declined a free lock (see [`Waiter::declines`]).
+    declined: bool,
     subject: Subject<'a>,
     rec: stats::Recorder,
 }
@@ -270,6 +287,7 @@ impl<'a> Waiter<'a> {
             retakes: 0,
             futile_waits: estimate.futile_waits(),
             dozing: false,
+            declined: false,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
             } else {
@@ -382,15 +400,56 @@ impl<'a> Waiter<'a> {
     /// read it last, so its waiter spins on, about as long as a spin that paid has taken on the
     /// lock. Other waiters, and every waiter where looks are not timed, read the word plainly.
     #[inline]
-    pub(crate) fn look(&mut self, word: &AtomicU32, held: impl FnOnce(u32) -> bool) -> u32 {
+    pub(crate) fn look(&mut self, word: &AtomicU32, held: impl Fn(u32) -> bool) -> u32 {
         if !self.watches() {
             return word.load(Ordering::Relaxed);
         }
         let l = look(word);
-        if l.moved && held(l.value) {
-            self.retaken();
+        if !l.moved {
+            return l.value;
         }
-        l.value
+        if held(l.value) {
+            self.retaken();
+            return l.value;
+        }
+        if !l.far {
+            return l.value;
+        }
+        // Released on a far CPU: give its threads the time of a hand-off (the line there and
+        // back) to take the lock again, without looking meanwhile, then look once more.
+        let hand_off = ticks_ns(l.took).saturating_mul(2).min(DOZE_MIN_NS) as u32;
+        let mut wait = Spinner::polling(SpinBudget::Nanos(hand_off));
+        while wait.spin() {}
+        let again = look(word);
+        if held(again.value) {
+            self.declined();
+        }
+        again.value
+    }
+
+    /// A look found the lock free, released by a thread on a far CPU (one that shares no cache
+    /// level with this one; see `look`), and taken again within the time a hand-off would have
+    /// taken: this waiter leaves the lock to that CPU's threads. It stops spinning (its spin
+    /// would have paid, and the estimate learns so) and dozes from now on; the lock's slow path
+    /// asks [`declines`](Self::declines) after each look.
+    #[inline]
+    pub(crate) fn declined(&mut self) {
+        if self.learn {
+            self.estimate.record(true, self.spinner.spent_ns());
+            self.learn = false;
+        }
+        self.retakes = RETAKES_FUTILE;
+        self.yields = 0;
+        self.dozing = true;
+        self.declined = true;
+    }
+
+    /// Whether this waiter's last [`look`](Self::look) declined to take a free lock (see
+    /// [`declined`](Self::declined)); asking clears it. The lock's slow path then
+    /// [`doze`](Self::doze)s instead of taking the lock, and looks at it again afterwards.
+    #[inline]
+    pub(crate) fn declines(&mut self) -> bool {
+        core::mem::take(&mut self.declined)
     }
 
     /// Whether this waiter's looks are timed: only a yielding waiter that still spins uses it.
@@ -484,8 +543,8 @@ impl<'a> Waiter<'a> {
     }
 
     /// Whether this waiter dozes instead of sleeping on its lock's word (a sleep was
-    /// [`refused`](Self::refused), or its spinning proved futile on a lock whose waits keep
-    /// spinning in vain: see [`FUTILE_WAITS_DOZE`]).
+    /// [`refused`](Self::refused), its spinning proved futile on a lock whose waits keep
+    /// spinning in vain, see [`FUTILE_WAITS_DOZE`], or it [`declined`](Self::declined) a lock).
     #[inline]
     pub(crate) fn dozing(&self) -> bool {
         self.dozing
