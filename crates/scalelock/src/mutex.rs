@@ -619,3 +619,67 @@ pub type ReentrantMutex<T> = lock_api::ReentrantMutex<RawMutex, RawThreadId, T>;
 /// ```
 #[cfg(not(loom))]
 pub type ReentrantMutexGuard<'a, T> = lock_api::ReentrantMutexGuard<'a, RawMutex, RawThreadId, T>;
+
+#[cfg(all(test, not(loom), not(miri)))]
+mod tests {
+    use super::RawMutex;
+    use crate::wait::{all_far, looks_are_timed, DECLINES};
+    use std::cell::UnsafeCell;
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    use std::time::{Duration, Instant};
+
+    struct Shared {
+        lock: RawMutex,
+        inside: AtomicBool,
+        count: UnsafeCell<u64>,
+    }
+    // SAFETY: `count` is only touched with `lock` held.
+    unsafe impl Sync for Shared {}
+
+    #[test]
+    fn stress_waiters_that_decline_far_locks_lose_no_count_and_all_finish() {
+        // Every moved line reads as far, so waiters decline whenever the releaser takes the
+        // lock back within a hand-off's time: a waiter leaves a free lock and dozes, and the
+        // lock must still count exactly, admit one thread at a time and let every thread finish
+        // (a dozer that keeps missing the lock starves into a hand-off).
+        let _far = all_far();
+        const THREADS: usize = 8;
+        const ITERS: u64 = 100_000;
+        let shared = Shared {
+            lock: RawMutex::new(),
+            inside: AtomicBool::new(false),
+            count: UnsafeCell::new(0),
+        };
+        let declines_before = DECLINES.load(Relaxed);
+        let start = Instant::now();
+        std::thread::scope(|s| {
+            let shared = &shared;
+            for _ in 0..THREADS {
+                s.spawn(move || {
+                    for _ in 0..ITERS {
+                        shared.lock.lock();
+                        assert!(!shared.inside.swap(true, Relaxed), "two threads inside");
+                        // SAFETY: the lock is held.
+                        unsafe { *shared.count.get() += 1 };
+                        shared.inside.store(false, Relaxed);
+                        // SAFETY: locked just above by this thread.
+                        unsafe { shared.lock.unlock() };
+                    }
+                });
+            }
+        });
+        // SAFETY: every thread has been joined.
+        assert_eq!(unsafe { *shared.count.get() }, THREADS as u64 * ITERS);
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "took {:?}",
+            start.elapsed()
+        );
+        if looks_are_timed() {
+            assert!(
+                DECLINES.load(Relaxed) > declines_before,
+                "no waiter declined the lock: the far path did not run"
+            );
+        }
+    }
+}

@@ -134,6 +134,10 @@ pub(crate) const DOZE_MIN_NS: u64 = 10_000;
 pub(crate) const DOZE_MAX_NS: u64 = 100_000;
 const _: () = assert!(DOZE_MIN_NS <= DOZE_MAX_NS);
 
+/// Locks declined so far in this process (tests only; see [`Waiter::declined`]).
+#[cfg(test)]
+pub(crate) static DECLINES: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+
 /// Whom a wait is recorded for in lockstat.
 #[derive(Clone, Copy)]
 pub(crate) enum Subject<'a> {
@@ -434,6 +438,8 @@ impl<'a> Waiter<'a> {
     /// asks [`declines`](Self::declines) after each look.
     #[inline]
     pub(crate) fn declined(&mut self) {
+        #[cfg(test)]
+        DECLINES.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
         if self.learn {
             self.estimate.record(true, self.spinner.spent_ns());
             self.learn = false;
