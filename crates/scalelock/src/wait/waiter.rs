@@ -402,7 +402,11 @@ impl<'a> Waiter<'a> {
     /// (a thread that re-takes it at once, with nothing between), and each look takes its cache
     /// line away from the threads that use it. A long hold leaves the line where the waiter
     /// read it last, so its waiter spins on, about as long as a spin that paid has taken on the
-    /// lock. Other waiters, and every waiter where looks are not timed, read the word plainly.
+    /// lock. A look that finds the lock free on a line fetched from a far CPU waits (at most
+    /// [`DOZE_MIN_NS`], and without looking) as long as a hand-off would take, looks again, and
+    /// returns what that second look read; if the lock was taken meanwhile, the waiter has
+    /// [`declined`](Self::declined) it. Other waiters, and every waiter where looks are not
+    /// timed, read the word plainly.
     #[inline]
     pub(crate) fn look(&mut self, word: &AtomicU32, held: impl Fn(u32) -> bool) -> u32 {
         if !self.watches() {
