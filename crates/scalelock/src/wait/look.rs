@@ -44,7 +44,8 @@ static TICKS_PER_US: GlobalU64 = GlobalU64::new(0);
 
 /// Time-stamp-counter ticks above which a moved line came from far: the fastest of a few timed
 /// loads from memory. `u64::MAX` where looks are not timed, or where memory was not measurably
-/// slower than a moved line's threshold. Set before [`MOVED_TICKS`].
+/// slower than a moved line's threshold. Stored before [`MOVED_TICKS`]; a look that reads the
+/// one and not yet the other reads no line as far.
 static FAR_TICKS: GlobalU64 = GlobalU64::new(u64::MAX);
 
 /// A look at a word: its value, and whether its line came from another CPU.
@@ -88,7 +89,7 @@ pub(crate) fn look(word: &AtomicU32) -> Look {
     Look {
         value,
         moved: took > threshold,
-        far: took > threshold && took > FAR_TICKS.load(Ordering::Relaxed),
+        far: took > threshold && (took > FAR_TICKS.load(Ordering::Relaxed) || all_far_now()),
         took,
     }
 }
@@ -184,22 +185,35 @@ fn calibrate() -> u64 {
     threshold
 }
 
+/// For tests: every moved line reads as far while this is set (see [`all_far`]).
+#[cfg(test)]
+static ALL_FAR: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Whether every moved line reads as far now (never outside tests).
+#[inline(always)]
+fn all_far_now() -> bool {
+    #[cfg(test)]
+    return ALL_FAR.load(core::sync::atomic::Ordering::Relaxed);
+    #[cfg(not(test))]
+    return false;
+}
+
 /// For tests: every moved line reads as far until the guard is dropped, so that a lock's far
 /// path runs wherever its line moves (whatever this machine's caches are like).
 #[cfg(test)]
-pub(crate) struct AllFar(u64);
+pub(crate) struct AllFar;
 
 /// See [`AllFar`].
 #[cfg(test)]
 pub(crate) fn all_far() -> AllFar {
-    let _ = moved_ticks(); // calibrate first: calibration sets the far threshold
-    AllFar(FAR_TICKS.swap(0, Ordering::Relaxed))
+    ALL_FAR.store(true, core::sync::atomic::Ordering::Relaxed);
+    AllFar
 }
 
 #[cfg(test)]
 impl Drop for AllFar {
     fn drop(&mut self) {
-        FAR_TICKS.store(self.0, Ordering::Relaxed);
+        ALL_FAR.store(false, core::sync::atomic::Ordering::Relaxed);
     }
 }
 
