@@ -276,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn a_private_word_is_never_far_and_ticks_convert_to_nanoseconds() {
+    fn a_far_look_is_a_moved_one_and_ticks_convert_to_nanoseconds() {
         let w = AtomicU32::new(1);
         let _ = look(&w);
         // A far line is a moved one: a hit, however slow an interrupt makes it, is far only if
