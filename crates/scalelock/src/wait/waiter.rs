@@ -58,7 +58,12 @@
 //!   leave it longer than a hand-off costs, so moving it lets their work run in parallel); a
 //!   lock taken again meanwhile is *declined* (see [`declined`](Waiter::declined)): its threads
 //!   re-take it faster than it could cross, and it runs faster where it is, so the waiter dozes
-//!   as a futile spinner does. NUMA-aware locks (lock cohorting, CNA) keep a lock within a
+//!   as a futile spinner does. The test is made only where the lock's holds are shorter than
+//!   a hand-off (this waiter watched it held for less than the two transfers take, and spins
+//!   that paid on this lock took less, its estimate): there a hand-off costs more than the
+//!   hold it moves. Where holds are longer, a hand-off is cheap next to the work it lets run
+//!   in parallel, and the test would only leave the lock idle for its length: the waiter takes
+//!   the lock at once. NUMA-aware locks (lock cohorting, CNA) keep a lock within a
 //!   node for the same reason; here the waiter measures the boundary rather than being told
 //!   the machine's layout, and the releaser's behaviour decides, not a rule.
 //!   A waiter whose sleep was *refused* (it announced itself on the lock's word, and before the
@@ -402,10 +407,11 @@ impl<'a> Waiter<'a> {
     /// (a thread that re-takes it at once, with nothing between), and each look takes its cache
     /// line away from the threads that use it. A long hold leaves the line where the waiter
     /// read it last, so its waiter spins on, about as long as a spin that paid has taken on the
-    /// lock. A look that finds the lock free on a line fetched from a far CPU waits (at most
-    /// [`DOZE_MIN_NS`], and without looking) as long as a hand-off would take, looks again, and
-    /// returns what that second look read; if the lock was taken meanwhile, the waiter has
-    /// [`declined`](Self::declined) it. Other waiters, and every waiter where looks are not
+    /// lock. A look that finds the lock free on a line fetched from a far CPU, where the lock's
+    /// holds are shorter than a hand-off (the spin so far and the lock's estimate both are),
+    /// waits (at most [`DOZE_MIN_NS`], and without looking) as long as a hand-off would take,
+    /// looks again, and returns what that second look read; if the lock was taken meanwhile,
+    /// the waiter has [`declined`](Self::declined) it. Other waiters, and every waiter where looks are not
     /// timed, read the word plainly.
     #[inline]
     pub(crate) fn look(&mut self, word: &AtomicU32, held: impl Fn(u32) -> bool) -> u32 {
@@ -426,6 +432,9 @@ impl<'a> Waiter<'a> {
         // Released on a far CPU: give its threads the time of a hand-off (the line there and
         // back) to take the lock again, without looking meanwhile, then look once more.
         let hand_off = ticks_ns(l.took).saturating_mul(2).min(DOZE_MIN_NS) as u32;
+        if !holds_shorter_than(self.estimate.get(), self.spinner.spent_ns(), hand_off) {
+            return l.value;
+        }
         let mut wait = Spinner::polling(SpinBudget::Nanos(hand_off));
         while wait.spin() {}
         let again = look(word);
@@ -639,6 +648,17 @@ impl<'a> Waiter<'a> {
             Subject::Drain(key) => self.rec.done_waited(key, ok, spun),
         }
     }
+}
+
+/// Whether a lock's holds are shorter than a hand-off of `hand_off_ns`, judged by the two
+/// measures of them a waiter has: how long spins that paid on the lock took (its `estimate_ns`)
+/// and how long this waiter has watched it held (`spun_ns`). Only then does a waiter test
+/// whether the releaser re-takes a far lock (see [`Waiter::look`]): where holds are as long as
+/// a hand-off, a hand-off is cheap next to the work it lets run in parallel, and the test
+/// would only leave the lock idle for its length.
+#[inline]
+pub(crate) fn holds_shorter_than(estimate_ns: u32, spun_ns: u32, hand_off_ns: u32) -> bool {
+    estimate_ns.max(spun_ns) < hand_off_ns
 }
 
 /// Yields the CPU and returns how long that took, in ns (see [`QUICK_YIELD_NS`]).
