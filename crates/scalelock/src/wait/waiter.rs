@@ -63,9 +63,9 @@
 //!   that paid on this lock took less, its estimate): there a hand-off costs more than the
 //!   hold it moves. Where holds are longer, a hand-off is cheap next to the work it lets run
 //!   in parallel, and the test would only leave the lock idle for its length: the waiter takes
-//!   the lock at once. NUMA-aware locks (lock cohorting, CNA) keep a lock within a
-//!   node for the same reason; here the waiter measures the boundary rather than being told
-//!   the machine's layout, and the releaser's behaviour decides, not a rule.
+//!   the lock at once. NUMA-aware locks (lock cohorting, CNA) keep a lock within a node for
+//!   the same reason; here the waiter measures the boundary rather than being told the
+//!   machine's layout, and the releaser's behaviour decides, not a rule.
 //!   A waiter whose sleep was *refused* (it announced itself on the lock's word, and before the
 //!   kernel compared the word the lock had been released and taken again, see
 //!   [`refused`](Waiter::refused)) *dozes* from then on instead of sleeping on the word: a
@@ -411,8 +411,8 @@ impl<'a> Waiter<'a> {
     /// holds are shorter than a hand-off (the spin so far and the lock's estimate both are),
     /// waits (at most [`DOZE_MIN_NS`], and without looking) as long as a hand-off would take,
     /// looks again, and returns what that second look read; if the lock was taken meanwhile,
-    /// the waiter has [`declined`](Self::declined) it. Other waiters, and every waiter where looks are not
-    /// timed, read the word plainly.
+    /// the waiter has [`declined`](Self::declined) it. Other waiters, and every waiter where
+    /// looks are not timed, read the word plainly.
     #[inline]
     pub(crate) fn look(&mut self, word: &AtomicU32, held: impl Fn(u32) -> bool) -> u32 {
         if !self.watches() {
