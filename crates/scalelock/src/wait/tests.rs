@@ -389,30 +389,14 @@ fn a_waiter_that_declined_a_lock_stops_spinning_and_dozes_and_its_spin_is_learne
 #[test]
 fn only_holds_shorter_than_a_hand_off_are_worth_testing_a_far_lock_for() {
     use super::waiter::holds_shorter_than;
-    // (estimate, spun, hand-off) -> test whether the releaser re-takes the lock?
+    // (estimate, spun, hand-off): test whether the releaser re-takes the lock?
     let cases = [
-        (
-            (0, 0, 400),
-            true,
-            "a lock nobody has waited on long, a costly hand-off",
-        ),
+        ((0, 0, 400), true, "nobody waited long, a costly hand-off"),
         ((399, 399, 400), true, "both measures just under a hand-off"),
-        (
-            (400, 0, 400),
-            false,
-            "spins that paid on it took as long as a hand-off",
-        ),
-        (
-            (0, 400, 400),
-            false,
-            "this waiter watched it held as long as a hand-off",
-        ),
+        ((400, 0, 400), false, "paid spins took a hand-off's time"),
+        ((0, 400, 400), false, "watched held for a hand-off's time"),
         ((5_000, 100, 400), false, "long holds (a learned estimate)"),
-        (
-            (0, 0, 0),
-            false,
-            "looks that are not timed: no hand-off to weigh",
-        ),
+        ((0, 0, 0), false, "untimed looks: no hand-off to weigh"),
     ];
     for ((estimate, spun, hand_off), want, why) in cases {
         assert_eq!(holds_shorter_than(estimate, spun, hand_off), want, "{why}");
