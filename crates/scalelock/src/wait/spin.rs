@@ -316,9 +316,23 @@ pub fn wake_latency_ns() -> u32 {
 /// After this many failed spins, the next acquisition spins the full adaptive budget once.
 pub(crate) const EXPLORE_EVERY: u32 = 8;
 
-/// The estimate word: nanoseconds in the low 16 bits, failures since the last exploration above.
+/// The estimate word: nanoseconds in the low 16 bits, failures since the last exploration in
+/// the next 12, the lock's place in its watch cycle (see [`SpinEstimate::watch_turn`]) in the
+/// top 4.
 const EST_MASK: u32 = 0xffff;
 const FAIL_SHIFT: u32 = 16;
+const FAIL_MASK: u32 = 0xfff;
+const CYCLE_SHIFT: u32 = 28;
+const CYCLE_BITS: u32 = u32::MAX << CYCLE_SHIFT;
+
+/// Waits in one watch cycle of a lock whose watched waits find nothing (see
+/// [`SpinEstimate::watch_turn`]); the top 4 bits of the estimate word count them.
+pub(crate) const WATCH_CYCLE: u32 = 16;
+/// Of the waits of a [`WATCH_CYCLE`], how many watch: the first ones, so that a lock whose
+/// watched waits keep finding a verdict (which restarts the cycle) has every wait watched.
+pub(crate) const WATCHED_PER_CYCLE: u32 = 4;
+const _: () =
+    assert!(WATCHED_PER_CYCLE <= WATCH_CYCLE && WATCH_CYCLE - 1 <= u32::MAX >> CYCLE_SHIFT);
 
 /// How long one acquisition may spin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -365,7 +379,34 @@ impl SpinEstimate {
     /// exploration), at most [`EXPLORE_EVERY`].
     #[inline]
     pub(crate) fn futile_waits(&self) -> u32 {
-        self.0.load(Ordering::Relaxed) >> FAIL_SHIFT
+        (self.0.load(Ordering::Relaxed) >> FAIL_SHIFT) & FAIL_MASK
+    }
+
+    /// Whether the next yielding waiter of this lock watches it (times its looks; see the
+    /// `Waiter`): true for the first [`WATCHED_PER_CYCLE`] waits of every [`WATCH_CYCLE`].
+    /// A watched wait whose looks found the lock re-taken or declined it restarts the cycle
+    /// (see [`watched`](Self::watched)), so a lock where watching pays is watched on every
+    /// wait, and one where it keeps finding nothing only on those few: a timed look costs two
+    /// reads of the time-stamp counter, which a lock that changes hands in a few hundred
+    /// nanoseconds notices.
+    #[inline]
+    pub(crate) fn watch_turn(&self) -> bool {
+        self.0.load(Ordering::Relaxed) >> CYCLE_SHIFT < WATCHED_PER_CYCLE
+    }
+
+    /// A yielding wait that spun has ended; `verdict`: its looks found the lock re-taken under
+    /// its eyes, or it declined the lock (a watched wait only). Moves the lock on in its watch
+    /// cycle (see [`watch_turn`](Self::watch_turn)). Relaxed, like [`record`](Self::record):
+    /// a lost update only shifts the cycle by a wait.
+    #[inline]
+    pub(crate) fn watched(&self, verdict: bool) {
+        let v = self.0.load(Ordering::Relaxed);
+        let at = v >> CYCLE_SHIFT;
+        let next = if verdict { 0 } else { (at + 1) % WATCH_CYCLE };
+        if next != at {
+            self.0
+                .store((v & !CYCLE_BITS) | (next << CYCLE_SHIFT), Ordering::Relaxed);
+        }
     }
 
     /// The spin budget for the next acquisition under the current policy.
@@ -410,7 +451,7 @@ impl SpinEstimate {
         match policy {
             SpinPolicy::Adaptive => {
                 let v = self.0.load(Ordering::Relaxed);
-                if v >> FAIL_SHIFT >= EXPLORE_EVERY {
+                if (v >> FAIL_SHIFT) & FAIL_MASK >= EXPLORE_EVERY {
                     SpinBudget::Nanos(MAX_ADAPTIVE_SPIN_NS)
                 } else {
                     SpinBudget::Nanos(
@@ -433,8 +474,8 @@ impl SpinEstimate {
     #[inline]
     pub(crate) fn record(&self, acquired: bool, spun_ns: u32) {
         let v = self.0.load(Ordering::Relaxed);
-        let (est, fails) = (v & EST_MASK, v >> FAIL_SHIFT);
-        let new = if acquired {
+        let (est, fails) = (v & EST_MASK, (v >> FAIL_SHIFT) & FAIL_MASK);
+        let learned = if acquired {
             est - est / 4 + spun_ns.min(MAX_ADAPTIVE_SPIN_NS) / 4
         } else if fails >= EXPLORE_EVERY {
             // This failure was the exploration: start counting again.
@@ -442,6 +483,8 @@ impl SpinEstimate {
         } else {
             (est - est / 8) | (fails + 1) << FAIL_SHIFT
         };
+        // The watch cycle is not this method's to change.
+        let new = learned | (v & CYCLE_BITS);
         if new != v {
             self.0.store(new, Ordering::Relaxed);
         }

@@ -1,7 +1,7 @@
 //! Unit tests of the wait layer's internals: the learned estimate, exploration, and the
 //! [`Waiter`]'s deadline and yields under every policy. (The public surface is tested in `tests/wait.rs`.)
 
-use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS};
+use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS, WATCHED_PER_CYCLE, WATCH_CYCLE};
 use super::waiter::{
     DOZE_MIN_NS, FUTILE_WAITS_DOZE, PROBE_FACTOR, QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS,
 };
@@ -310,6 +310,77 @@ fn a_waiter_told_the_lock_keeps_being_retaken_stops_spinning_and_yields_then_sle
     ] {
         assert!(!Waiter::under(policy, &e, None).watches(), "{policy:?}");
     }
+}
+
+#[test]
+fn a_locks_waiters_watch_a_few_waits_of_each_cycle_and_every_wait_after_a_verdict() {
+    let e = SpinEstimate::new();
+    // Where watched waits find nothing, the first few of every cycle watch.
+    let turns: Vec<bool> = (0..2 * WATCH_CYCLE)
+        .map(|_| {
+            let turn = e.watch_turn();
+            e.watched(false);
+            turn
+        })
+        .collect();
+    let expected: Vec<bool> = (0..2 * WATCH_CYCLE)
+        .map(|i| i % WATCH_CYCLE < WATCHED_PER_CYCLE)
+        .collect();
+    assert_eq!(turns, expected);
+    // A verdict restarts the cycle: a lock whose watched waits keep finding one is always
+    // watched.
+    for _ in 0..WATCHED_PER_CYCLE {
+        e.watched(false);
+    }
+    assert!(!e.watch_turn());
+    for _ in 0..2 * WATCH_CYCLE {
+        e.watched(true);
+        assert!(e.watch_turn());
+    }
+    // The cycle and what the estimate learns share a word without disturbing each other.
+    let before = (e.get(), e.futile_waits());
+    e.watched(false);
+    assert_eq!((e.get(), e.futile_waits()), before);
+    e.record(false, 0);
+    e.record(false, 0);
+    assert_eq!(e.futile_waits(), before.1 + 2);
+    for _ in 1..WATCHED_PER_CYCLE {
+        e.watched(false);
+    }
+    assert!(!e.watch_turn(), "learning left the cycle where it was");
+}
+
+#[test]
+fn a_yielding_waiter_watches_on_its_locks_turn_and_its_verdict_restarts_the_cycle() {
+    let e = SpinEstimate::new();
+    for _ in 0..WATCHED_PER_CYCLE {
+        e.watched(false);
+    }
+    // Off its lock's turn, a waiter reads the word plainly and its wait moves the cycle on.
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    assert!(!w.watches(), "off turn, the waiter does not watch");
+    assert!(w.spin(true));
+    w.acquired(false);
+    // Until the cycle comes round again.
+    for _ in WATCHED_PER_CYCLE + 1..WATCH_CYCLE {
+        assert!(!Waiter::under(SpinPolicy::Adaptive, &e, None).watches());
+        e.watched(false);
+    }
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    assert!(w.watches(), "the cycle came round");
+    assert!(w.spin(true));
+    w.retaken();
+    w.acquired(false);
+    assert!(e.watch_turn(), "a verdict restarts the cycle");
+    // A wait that never spun tells nothing, and leaves the cycle where it was: here, on the
+    // last watched turn.
+    for _ in 1..WATCHED_PER_CYCLE {
+        e.watched(false);
+    }
+    Waiter::under(SpinPolicy::Adaptive, &e, None).acquired(false);
+    assert!(e.watch_turn());
+    e.watched(false);
+    assert!(!e.watch_turn());
 }
 
 #[test]

@@ -76,6 +76,14 @@
 //!   the lock keep to their fast paths. The lock's protocol bounds the doze as it bounds every
 //!   sleep: a waiter asleep for longer than its starvation bound sleeps on the word again, to
 //!   have the lock handed over (the mutex's `STARVING`).
+//!   Timing a look costs two reads of the CPU's time-stamp counter, which a lock that changes
+//!   hands every few hundred nanoseconds notices, while on many locks the looks find nothing
+//!   to act on. So a lock's waiters watch (time their looks) in a cycle, kept in the lock's
+//!   estimate word (see `SpinEstimate::watch_turn`): the first `WATCHED_PER_CYCLE` waits of
+//!   every `WATCH_CYCLE` watch, the others read the word plainly and spin as a waiter does
+//!   where looks are not timed; a watched wait that finds the lock re-taken, or declines it,
+//!   restarts the cycle, so a lock whose looks keep finding something is watched on every
+//!   wait.
 //!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
 //!   has not been shown to pay, and a reader waiting out a writer's short hold, or a writer
 //!   draining readers, waits for a release that comes within a spin.
@@ -193,6 +201,12 @@ pub(crate) struct Waiter<'a> {
     dozing: bool,
     /// Its last look declined a free lock (see [`Waiter::declines`]).
     declined: bool,
+    /// A yielding waiter (see [`Waiter::yielding`]): its lock's watch cycle moves on when it
+    /// ends.
+    yielder: bool,
+    /// This waiter times its looks when it watches (see [`Waiter::watches`]): its lock's
+    /// watch cycle says so (see `SpinEstimate::watch_turn`).
+    watch: bool,
     subject: Subject<'a>,
     rec: stats::Recorder,
 }
@@ -254,15 +268,14 @@ impl<'a> Waiter<'a> {
         deadline: Option<&'a Deadline>,
         floor: u32,
     ) -> Waiter<'a> {
-        let mut w = Waiter::with_spinner(
+        Waiter::with_spinner(
             estimate,
             estimate.budget_under(policy, floor),
             false,
             deadline,
             Subject::Nobody,
-        );
-        w.yields = yields_under(policy);
-        w
+        )
+        .yielding_under(policy)
     }
 
     #[inline]
@@ -297,6 +310,8 @@ impl<'a> Waiter<'a> {
             futile_waits: estimate.futile_waits(),
             dozing: false,
             declined: false,
+            yielder: false,
+            watch: true,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
             } else {
@@ -312,8 +327,19 @@ impl<'a> Waiter<'a> {
     /// its waiters are better off giving their CPU away than spinning for it when threads
     /// outnumber CPUs.
     #[inline]
-    pub(crate) fn yielding(mut self) -> Waiter<'a> {
-        self.yields = yields_under(super::spin_policy());
+    pub(crate) fn yielding(self) -> Waiter<'a> {
+        self.yielding_under(super::spin_policy())
+    }
+
+    /// [`yielding`](Self::yielding), under `policy`: only `Adaptive` yields. A yielding waiter
+    /// watches its lock (times its looks) when the lock's watch cycle says so (see
+    /// `SpinEstimate::watch_turn`), and moves the cycle on when its wait ends.
+    #[inline]
+    fn yielding_under(mut self, policy: super::SpinPolicy) -> Waiter<'a> {
+        self.yields = yields_under(policy);
+        self.yielder = self.yields > 0;
+        // Under loom looks are never timed: reading the cycle would only add to the models.
+        self.watch = cfg!(loom) || self.estimate.watch_turn();
         self
     }
 
@@ -398,21 +424,21 @@ impl<'a> Waiter<'a> {
         }
     }
 
-    /// Reads the lock's `word` for the lock's slow path, between two spin steps, and returns
-    /// it. A yielding waiter that still spins times the read (see [`look`]): if the word's line
-    /// came from another CPU and the lock is still `held` by the value read, the lock was
-    /// released and re-taken (or marked) by other threads since this waiter's previous look,
-    /// and after [`RETAKES_FUTILE`] such looks the waiter stops spinning and goes on to its
-    /// yields (then its sleep). The lock is changing hands at a rate this waiter does not catch
-    /// (a thread that re-takes it at once, with nothing between), and each look takes its cache
-    /// line away from the threads that use it. A long hold leaves the line where the waiter
-    /// read it last, so its waiter spins on, about as long as a spin that paid has taken on the
-    /// lock. A look that finds the lock free on a line fetched from a far CPU, where the lock's
-    /// holds are shorter than a hand-off (the spin so far and the lock's estimate both are),
-    /// waits (at most [`DOZE_MIN_NS`], and without looking) as long as a hand-off would take,
-    /// looks again, and returns what that second look read; if the lock was taken meanwhile,
-    /// the waiter has [`declined`](Self::declined) it. Other waiters, and every waiter where
-    /// looks are not timed, read the word plainly.
+    /// Reads the lock's `word` for the lock's slow path, between two spin steps, and returns it. A
+    /// yielding waiter that still spins, on its lock's watch turn (see the module docs), times the
+    /// read (see [`look`]): if the word's line came from another CPU and the lock is still `held`
+    /// by the value read, the lock was released and re-taken (or marked) by other threads since
+    /// this waiter's previous look, and after [`RETAKES_FUTILE`] such looks the waiter stops
+    /// spinning and goes on to its yields (then its sleep). The lock is changing hands at a rate
+    /// this waiter does not catch (a thread that re-takes it at once, with nothing between), and
+    /// each look takes its cache line away from the threads that use it. A long hold leaves the
+    /// line where the waiter read it last, so its waiter spins on, about as long as a spin that
+    /// paid has taken on the lock. A look that finds the lock free on a line fetched from a far
+    /// CPU, where the lock's holds are shorter than a hand-off (the spin so far and the lock's
+    /// estimate both are), waits (at most [`DOZE_MIN_NS`], and without looking) as long as a
+    /// hand-off would take, looks again, and returns what that second look read; if the lock was
+    /// taken meanwhile, the waiter has [`declined`](Self::declined) it. Other waiters, and every
+    /// waiter where looks are not timed, read the word plainly.
     #[inline]
     pub(crate) fn look(&mut self, word: &AtomicU32, held: impl Fn(u32) -> bool) -> u32 {
         if !self.watches() {
@@ -471,10 +497,11 @@ impl<'a> Waiter<'a> {
         core::mem::take(&mut self.declined)
     }
 
-    /// Whether this waiter's looks are timed: only a yielding waiter that still spins uses it.
+    /// Whether this waiter's looks are timed: only a yielding waiter that still spins, on its
+    /// lock's watch turn, times them.
     #[inline]
     pub(crate) fn watches(&self) -> bool {
-        self.yields > 0 && self.retakes < RETAKES_FUTILE
+        self.watch && self.yields > 0 && self.retakes < RETAKES_FUTILE
     }
 
     /// The lock was released and re-taken by other threads since this waiter's previous look
@@ -641,6 +668,10 @@ impl<'a> Waiter<'a> {
     #[inline]
     fn finish(self, ok: bool, handoff: bool) -> bool {
         let spun = self.spinner.spent_ns();
+        // Under loom looks are never timed (as above).
+        if self.yielder && self.spinner.has_spun() && !cfg!(loom) {
+            self.estimate.watched(self.retakes > 0);
+        }
         match self.subject {
             Subject::Nobody => ok,
             Subject::Lock(key) => self.rec.done_at(key, ok, spun, handoff),
