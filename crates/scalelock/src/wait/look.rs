@@ -60,6 +60,10 @@ pub(crate) struct Look {
     /// How long the load took, in time-stamp-counter ticks (0 where looks are not timed; see
     /// [`ticks_ns`]).
     pub(crate) took: u64,
+    /// The time-stamp counter when the look began (0 where looks are not timed): a clock
+    /// reading that the waiter may use as a coin, since when a look happens is not tied to
+    /// the counter's low bits.
+    pub(crate) at: u64,
 }
 
 /// Nanoseconds in `ticks` of the time-stamp counter (0 where looks are not timed).
@@ -81,6 +85,7 @@ pub(crate) fn look(word: &AtomicU32) -> Look {
             moved: false,
             far: false,
             took: 0,
+            at: 0,
         };
     }
     let t0 = ticks();
@@ -91,6 +96,7 @@ pub(crate) fn look(word: &AtomicU32) -> Look {
         moved: took > threshold,
         far: took > threshold && (took > FAR_TICKS.load(Ordering::Relaxed) || all_far_now()),
         took,
+        at: t0,
     }
 }
 

@@ -316,12 +316,32 @@ pub fn wake_latency_ns() -> u32 {
 /// After this many failed spins, the next acquisition spins the full adaptive budget once.
 pub(crate) const EXPLORE_EVERY: u32 = 8;
 
-/// The estimate word: nanoseconds in the low 16 bits, failures since the last exploration in
-/// the next 12, the lock's place in its watch cycle (see [`SpinEstimate::watch_turn`]) in the
-/// top 4.
+/// The estimate word:
+///
+/// ```text
+///  31     28 27   23 22   20 19   16 15                            0
+/// +---------+-------+-------+-------+-------------------------------+
+/// |  cycle  |  (0)  | catch | fails |     estimate (nanoseconds)    |
+/// +---------+-------+-------+-------+-------------------------------+
+/// ```
+///
+/// The estimate, failures since the last exploration (at most [`EXPLORE_EVERY`]), the lock's
+/// catch score (see [`SpinEstimate::catch_score`]) and its place in its watch cycle (see
+/// [`SpinEstimate::watch_turn`]). Each field has one writer method, which keeps the others.
 const EST_MASK: u32 = 0xffff;
 const FAIL_SHIFT: u32 = 16;
-const FAIL_MASK: u32 = 0xfff;
+const FAIL_MASK: u32 = 0xf;
+const _: () = assert!(EXPLORE_EVERY <= FAIL_MASK);
+const CATCH_SHIFT: u32 = 20;
+const CATCH_BITS: u32 = CATCH_SCORE_MAX << CATCH_SHIFT;
+const _: () =
+    assert!(CATCH_BITS & (FAIL_MASK << FAIL_SHIFT) == 0 && CATCH_SHIFT + 3 <= CYCLE_SHIFT);
+
+/// The highest catch score (see [`SpinEstimate::catch_score`]).
+pub(crate) const CATCH_SCORE_MAX: u32 = 7;
+/// What a failed catch test takes off the score, where a passed one adds one: the score
+/// rises only on a lock whose tests pass more than three times in four.
+pub(crate) const CATCH_FAIL_PENALTY: u32 = 3;
 const CYCLE_SHIFT: u32 = 28;
 const CYCLE_BITS: u32 = u32::MAX << CYCLE_SHIFT;
 
@@ -380,6 +400,33 @@ impl SpinEstimate {
     #[inline]
     pub(crate) fn futile_waits(&self) -> u32 {
         (self.0.load(Ordering::Relaxed) >> FAIL_SHIFT) & FAIL_MASK
+    }
+
+    /// The lock's catch score, `0..=CATCH_SCORE_MAX`: how steadily its waiters' catch tests
+    /// have found it left free (see the `Waiter`'s `look`): each test that passed added one,
+    /// each that failed took [`CATCH_FAIL_PENALTY`] off.
+    #[inline]
+    pub(crate) fn catch_score(&self) -> u32 {
+        (self.0.load(Ordering::Relaxed) & CATCH_BITS) >> CATCH_SHIFT
+    }
+
+    /// A catch test on this lock ended; `passed`: it found the lock left free. Moves the catch
+    /// score and returns the new one. Relaxed, like [`record`](Self::record): a lost update
+    /// only costs the score one test.
+    #[inline]
+    pub(crate) fn caught(&self, passed: bool) -> u32 {
+        let v = self.0.load(Ordering::Relaxed);
+        let score = (v & CATCH_BITS) >> CATCH_SHIFT;
+        let next = if passed {
+            (score + 1).min(CATCH_SCORE_MAX)
+        } else {
+            score.saturating_sub(CATCH_FAIL_PENALTY)
+        };
+        if next != score {
+            self.0
+                .store((v & !CATCH_BITS) | (next << CATCH_SHIFT), Ordering::Relaxed);
+        }
+        next
     }
 
     /// Whether the next yielding waiter of this lock watches it (times its looks; see the
@@ -483,8 +530,8 @@ impl SpinEstimate {
         } else {
             (est - est / 8) | (fails + 1) << FAIL_SHIFT
         };
-        // The watch cycle is not this method's to change.
-        let new = learned | (v & CYCLE_BITS);
+        // The watch cycle and the catch score are not this method's to change.
+        let new = learned | (v & (CYCLE_BITS | CATCH_BITS));
         if new != v {
             self.0.store(new, Ordering::Relaxed);
         }

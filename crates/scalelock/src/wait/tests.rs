@@ -1,9 +1,14 @@
 //! Unit tests of the wait layer's internals: the learned estimate, exploration, and the
 //! [`Waiter`]'s deadline and yields under every policy. (The public surface is tested in `tests/wait.rs`.)
 
-use super::spin::{EXPLORE_EVERY, MIN_PROBE_NS, WATCHED_PER_CYCLE, WATCH_CYCLE};
+use super::look::Look;
+use super::spin::{
+    CATCH_FAIL_PENALTY, CATCH_SCORE_MAX, EXPLORE_EVERY, MIN_PROBE_NS, WATCHED_PER_CYCLE,
+    WATCH_CYCLE,
+};
 use super::waiter::{
-    DOZE_MIN_NS, FUTILE_WAITS_DOZE, PROBE_FACTOR, QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS,
+    catch_test, CATCH_TAKE_SCORE, CATCH_TEST_EVERY, DOZE_MIN_NS, FUTILE_WAITS_DOZE, PROBE_FACTOR,
+    QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS,
 };
 use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
 use crate::sync::AtomicU32;
@@ -660,4 +665,130 @@ fn moved_looks(rounds: u32) -> Option<(u32, u64)> {
         return None;
     }
     Some((moved, transfer_ns))
+}
+
+#[test]
+fn a_locks_catch_score_rises_one_per_pass_falls_three_per_failure_and_keeps_to_its_field() {
+    let e = SpinEstimate::new();
+    assert_eq!(e.catch_score(), 0);
+    // (passed, score after), from 0.
+    let steps = [
+        (false, 0),
+        (true, 1),
+        (true, 2),
+        (false, 0),
+        (true, 1),
+        (true, 2),
+        (true, 3),
+        (true, 4),
+        (false, 4 - CATCH_FAIL_PENALTY),
+        (true, 2),
+        (true, 3),
+        (true, 4),
+        (true, 5),
+        (true, 6),
+        (true, 7),
+        (true, CATCH_SCORE_MAX),
+        (false, CATCH_SCORE_MAX - CATCH_FAIL_PENALTY),
+    ];
+    for (i, &(passed, after)) in steps.iter().enumerate() {
+        assert_eq!(e.caught(passed), after, "step {i}");
+        assert_eq!(e.catch_score(), after, "step {i}");
+    }
+    // The other fields of the word keep the score, and the score keeps them.
+    let score = e.catch_score();
+    let est = e.get();
+    for _ in 0..3 {
+        e.record(false, 0);
+    }
+    assert_eq!((e.catch_score(), e.futile_waits()), (score, 3));
+    assert!(e.get() < est);
+    for _ in 0..WATCHED_PER_CYCLE {
+        e.watched(false);
+    }
+    assert!(!e.watch_turn());
+    assert_eq!(e.catch_score(), score);
+    let (est, turn) = (e.get(), e.watch_turn());
+    e.caught(true);
+    assert_eq!((e.get(), e.futile_waits(), e.watch_turn()), (est, 3, turn));
+    // Failures up to the exploration fit their field beside the score.
+    for _ in 3..EXPLORE_EVERY {
+        e.record(false, 0);
+    }
+    assert_eq!(
+        (e.futile_waits(), e.catch_score()),
+        (EXPLORE_EVERY, score + 1)
+    );
+}
+
+#[test]
+fn a_catch_test_passes_on_a_word_left_free_and_fails_on_one_held_throughout() {
+    const HELD: u32 = 1;
+    let held = |v: u32| v & HELD != 0;
+    let word = AtomicU32::new(0);
+    assert_eq!(catch_test(&word, &held, 0), (true, 0));
+    assert_eq!(catch_test(&word, &held, 2_000), (true, 0));
+    word.store(HELD | 4, Relaxed);
+    let t0 = Instant::now();
+    assert_eq!(catch_test(&word, &held, 2_000), (false, HELD | 4));
+    assert!(t0.elapsed() < Duration::from_secs(5), "the poll is bounded");
+}
+
+/// Not under Miri: its clock runs with the instructions it interprets, so the long window that
+/// keeps this test from depending on when the other thread runs would take minutes there.
+#[test]
+#[cfg(not(miri))]
+fn a_catch_test_passes_on_a_word_released_while_it_polls_and_left_free() {
+    const HELD: u32 = 1;
+    let held = |v: u32| v & HELD != 0;
+    let word = AtomicU32::new(HELD);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(1));
+            word.store(8, Relaxed);
+        });
+        assert_eq!(catch_test(&word, &held, 500_000_000), (true, 8));
+    });
+}
+
+#[test]
+fn a_re_take_look_takes_a_free_lock_only_once_its_catch_score_is_high_and_tests_when_told() {
+    const HELD: u32 = 1;
+    let held = |v: u32| v & HELD != 0;
+    let e = SpinEstimate::new();
+    let w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    let word = AtomicU32::new(0);
+    // A look that found the lock re-taken; `at` is its coin (tested where the score is 0 only
+    // one time in CATCH_TEST_EVERY).
+    let look = |at: u64| Look {
+        value: HELD,
+        moved: true,
+        far: false,
+        took: 0,
+        at,
+    };
+    let tested = 0;
+    let untested = 1 << 4;
+    const { assert!(CATCH_TEST_EVERY > 1) };
+    // Score 0, the coin says no: a re-take, no test.
+    assert_eq!(w.catch(&word, &held, &look(untested)), Err(HELD));
+    assert_eq!(e.catch_score(), 0);
+    // The coin says test: the lock was left free, so the test passes, but one pass is not
+    // enough to take it.
+    assert_eq!(w.catch(&word, &held, &look(tested)), Err(0));
+    assert_eq!(e.catch_score(), 1);
+    // Above 0 every re-take look is tested; the lock is taken once the score is high enough.
+    for score in 2..CATCH_TAKE_SCORE {
+        assert_eq!(w.catch(&word, &held, &look(untested)), Err(0));
+        assert_eq!(e.catch_score(), score);
+    }
+    assert_eq!(w.catch(&word, &held, &look(untested)), Ok(0));
+    assert_eq!(e.catch_score(), CATCH_TAKE_SCORE);
+    // A failed test (the lock held throughout) is a re-take and lowers the score.
+    word.store(HELD, Relaxed);
+    assert_eq!(w.catch(&word, &held, &look(untested)), Err(HELD));
+    assert_eq!(e.catch_score(), CATCH_TAKE_SCORE - CATCH_FAIL_PENALTY);
+    // Back below the threshold, a pass is not enough to take the lock again.
+    word.store(0, Relaxed);
+    assert_eq!(w.catch(&word, &held, &look(untested)), Err(0));
 }

@@ -47,6 +47,32 @@
 //!   and stays runnable: that work runs in parallel on the other CPUs. A protocol may allow
 //!   yields where it forbids spinning (the mutex: while sleepers are announced, see
 //!   [`spin_or_yield`](Waiter::spin_or_yield)).
+//!   A re-take seen once does not tell the two kinds of lock apart, though: a lock whose users
+//!   leave it free for a while between acquisitions (work outside the lock, which runs in
+//!   parallel on the waiter's CPU once the waiter has the lock) is seen re-taken as often as
+//!   one taken back at once, whenever the waiter looks during a hold. So a look that finds the
+//!   lock re-taken may first make a *catch test* (see [`catch_test`]): the waiter polls the
+//!   word for up to [`CATCH_ROUND_TRIPS`] of the line's round trips (as that look took it) for
+//!   the release, then leaves the word alone as long again and reads it once more: free then,
+//!   the lock's users leave it longer than a hand-off takes, and the test passed. A lock keeps
+//!   its waiters' results in a catch score (`SpinEstimate::caught`: a pass adds one, a failure
+//!   takes three off, so only a lock whose tests pass more than three times in four keeps a
+//!   score). Once the score has reached [`CATCH_TAKE_SCORE`], a passed test ends the look
+//!   as a plain one: the waiter has not seen a re-take, and the slow path takes the free
+//!   lock; a wait that ends so is no verdict, and the lock's watch cycle moves on, so most of
+//!   the waits of a lock whose tests keep passing read its word plainly, as waiters do on
+//!   locks where looks find nothing. Until then, and on a failed test, the look counts as a
+//!   re-take (the waiter stops spinning, and its wait restarts the watch cycle), though it
+//!   returns the last value the test read, which the slow path takes if it is free, as it
+//!   would any value it reads. Where the score is 0, one re-take look in
+//!   [`CATCH_TEST_EVERY`] is tested (a coin from the look's clock reading), so a lock whose
+//!   users change their ways is found out. The test must not take a lock that its users
+//!   re-take at once: on such a lock a waiter's read often lands between a release and the
+//!   next acquisition, so half its tests may pass; were those waits to end as no verdict,
+//!   the watch cycle would move on, unwatched waiters would spin and take the lock from the
+//!   CPU its threads run on, and the lock's traffic would move between CPUs, breaking the
+//!   arrangement that re-take verdicts buy (one CPU's threads use the lock while the others
+//!   doze). The score's threshold keeps such a lock's waits verdicts.
 //!   A watching waiter whose look finds the lock *free*, its line fetched from a *far* CPU
 //!   (one that shares no cache level with the waiter's: the load took longer than one from
 //!   memory, see `look`), does not take it at once. A hand-off there moves the lock's line,
@@ -129,6 +155,22 @@ pub(crate) const PROBE_FACTOR: u32 = 4;
 /// that finds the lock's line written elsewhere and the lock held again has already cost the
 /// threads using it a cache-line transfer, and another would cost them one more.
 pub(crate) const RETAKES_FUTILE: u32 = 1;
+
+/// A catch test (see the module docs) polls for the lock's release for up to this many
+/// round trips of its line, then leaves the lock alone as long again before it looks: a lock
+/// still free after that is left free longer than a hand-off takes.
+pub(crate) const CATCH_ROUND_TRIPS: u32 = 2;
+
+/// A passed catch test ends the look with the free lock only once the lock's catch score
+/// (see `SpinEstimate::catch_score`) has reached this: a few passes in a row with at most
+/// the odd failure between, which a lock whose tests pass half the time does not reach.
+pub(crate) const CATCH_TAKE_SCORE: u32 = 4;
+const _: () = assert!(CATCH_TAKE_SCORE <= super::spin::CATCH_SCORE_MAX);
+
+/// Where a lock's catch score is 0, one re-take look in this many makes a catch test: often
+/// enough to find out a lock whose users began to leave it free, rarely enough that the
+/// tests cost a lock whose users re-take it at once little of its time.
+pub(crate) const CATCH_TEST_EVERY: u64 = 16;
 
 /// A waiter whose spinning proved futile dozes instead of yielding when at least this many of
 /// its lock's waits in a row spun without the lock before it began (see the module docs): one
@@ -428,7 +470,9 @@ impl<'a> Waiter<'a> {
     /// yielding waiter that still spins, on its lock's watch turn (see the module docs), times the
     /// read (see [`look`]): if the word's line came from another CPU and the lock is still `held`
     /// by the value read, the lock was released and re-taken (or marked) by other threads since
-    /// this waiter's previous look, and after [`RETAKES_FUTILE`] such looks the waiter stops
+    /// this waiter's previous look (unless a catch test, made where the lock's catch score
+    /// asks for one, finds that its users leave it free for longer than a hand-off; see the
+    /// module docs and [`catch_test`]), and after [`RETAKES_FUTILE`] such looks the waiter stops
     /// spinning and goes on to its yields (then its sleep). The lock is changing hands at a rate
     /// this waiter does not catch (a thread that re-takes it at once, with nothing between), and
     /// each look takes its cache line away from the threads that use it. A long hold leaves the
@@ -449,8 +493,13 @@ impl<'a> Waiter<'a> {
             return l.value;
         }
         if held(l.value) {
-            self.retaken();
-            return l.value;
+            return match self.catch(word, &held, &l) {
+                Ok(free) => free,
+                Err(value) => {
+                    self.retaken();
+                    value
+                }
+            };
         }
         if !l.far {
             return l.value;
@@ -468,6 +517,31 @@ impl<'a> Waiter<'a> {
             self.declined();
         }
         again.value
+    }
+
+    /// A look `l` found the lock re-taken: makes a catch test if the lock's catch score is
+    /// above 0, or one time in [`CATCH_TEST_EVERY`] where it is 0, and moves the score (see
+    /// the module docs). `Ok` with the free value read if the test passed and the score has
+    /// reached [`CATCH_TAKE_SCORE`]: the look was a plain one. Otherwise `Err` with the last
+    /// value read (the look's own where no test was made): the look counts as a re-take.
+    #[inline]
+    pub(crate) fn catch(
+        &self,
+        word: &AtomicU32,
+        held: &impl Fn(u32) -> bool,
+        l: &super::look::Look,
+    ) -> Result<u32, u32> {
+        if self.estimate.catch_score() == 0 && (l.at >> 4) % CATCH_TEST_EVERY != 0 {
+            return Err(l.value);
+        }
+        let round_trip = ticks_ns(l.took).min(DOZE_MIN_NS) as u32;
+        let (free, value) = catch_test(word, held, round_trip.saturating_mul(CATCH_ROUND_TRIPS));
+        let score = self.estimate.caught(free);
+        if free && score >= CATCH_TAKE_SCORE {
+            Ok(value)
+        } else {
+            Err(value)
+        }
     }
 
     /// A look found the lock free, released by a thread on a far CPU (one that shares no cache
@@ -690,6 +764,28 @@ impl<'a> Waiter<'a> {
 #[inline]
 pub(crate) fn holds_shorter_than(estimate_ns: u32, spun_ns: u32, hand_off_ns: u32) -> bool {
     estimate_ns.max(spun_ns) < hand_off_ns
+}
+
+/// The catch test (see the module docs): polls `word` for up to `window_ns` until it reads
+/// not `held`; if it did, waits `window_ns` without reading it, and reads it again. Returns
+/// whether that last read found it not `held` (the test passed) and the last value read.
+pub(crate) fn catch_test(
+    word: &AtomicU32,
+    held: &impl Fn(u32) -> bool,
+    window_ns: u32,
+) -> (bool, u32) {
+    let mut poll = Spinner::polling(SpinBudget::Nanos(window_ns));
+    let mut value = word.load(Ordering::Relaxed);
+    while held(value) {
+        if !poll.spin() {
+            return (false, value);
+        }
+        value = word.load(Ordering::Relaxed);
+    }
+    let mut leave = Spinner::polling(SpinBudget::Nanos(window_ns));
+    while leave.spin() {}
+    value = word.load(Ordering::Relaxed);
+    (!held(value), value)
 }
 
 /// Yields the CPU and returns how long that took, in ns (see [`QUICK_YIELD_NS`]).
