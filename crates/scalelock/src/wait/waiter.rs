@@ -510,8 +510,7 @@ impl<'a> Waiter<'a> {
         if !holds_shorter_than(self.estimate.get(), self.spinner.spent_ns(), hand_off) {
             return l.value;
         }
-        let mut wait = Spinner::polling(SpinBudget::Nanos(hand_off));
-        while wait.spin() {}
+        stay_away(hand_off);
         let again = look(word);
         if held(again.value) {
             self.declined();
@@ -782,10 +781,17 @@ pub(crate) fn catch_test(
         }
         value = word.load(Ordering::Relaxed);
     }
-    let mut leave = Spinner::polling(SpinBudget::Nanos(window_ns));
-    while leave.spin() {}
+    stay_away(window_ns);
     value = word.load(Ordering::Relaxed);
     (!held(value), value)
+}
+
+/// Spins for `ns` (calibrated, see [`Spinner`]) without reading any shared word: leaves a
+/// lock's line to the threads using it for that long, before a waiter looks again.
+#[inline]
+fn stay_away(ns: u32) {
+    let mut spinner = Spinner::polling(SpinBudget::Nanos(ns));
+    while spinner.spin() {}
 }
 
 /// Yields the CPU and returns how long that took, in ns (see [`QUICK_YIELD_NS`]).
