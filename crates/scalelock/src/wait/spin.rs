@@ -334,8 +334,12 @@ const FAIL_MASK: u32 = 0xf;
 const _: () = assert!(EXPLORE_EVERY <= FAIL_MASK);
 const CATCH_SHIFT: u32 = 20;
 const CATCH_BITS: u32 = CATCH_SCORE_MAX << CATCH_SHIFT;
-const _: () =
-    assert!(CATCH_BITS & (FAIL_MASK << FAIL_SHIFT) == 0 && CATCH_SHIFT + 3 <= CYCLE_SHIFT);
+// The fields do not overlap.
+const _: () = assert!(
+    EST_MASK & (FAIL_MASK << FAIL_SHIFT) == 0
+        && (EST_MASK | FAIL_MASK << FAIL_SHIFT) & CATCH_BITS == 0
+        && (EST_MASK | FAIL_MASK << FAIL_SHIFT | CATCH_BITS) & CYCLE_BITS == 0
+);
 
 /// The highest catch score (see [`SpinEstimate::catch_score`]).
 pub(crate) const CATCH_SCORE_MAX: u32 = 7;
