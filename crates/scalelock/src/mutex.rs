@@ -14,11 +14,27 @@
 //! `CONTENDED` and sleeps on the futex. `unlock` of a
 //! `CONTENDED` lock releases it and wakes one sleeper. Releasing (rather than handing over) lets a
 //! running thread take the lock at once, which is what keeps throughput up when threads outnumber
-//! cores; the price is unfairness, which is bounded: a sleeper that has waited longer than
-//! [`STARVATION_NS`] (1 ms) sets `STARVING`. From then on newcomers neither spin nor take the lock
-//! but queue on the futex (FIFO in the kernel), and `unlock` *hands the lock over*: it keeps `LOCKED`,
-//! sets `HANDOFF`, and wakes one sleeper, which takes ownership and ends starvation mode; a
-//! sleeper still starving sets it again when it next wakes.
+//! cores; the price is unfairness, which is bounded: a sleeper that has slept longer than
+//! [`STARVATION_NS`] (1 ms) sets `STARVING` and sleeps again in the futex's *starving class*
+//! (see `futex::wait_outcome_in`). From then on newcomers neither spin nor take the lock but
+//! queue on the futex, and `unlock` *hands the lock over*: it keeps `LOCKED`, sets `HANDOFF`,
+//! and wakes the oldest sleeper of the starving class, which takes ownership and ends
+//! starvation mode. If no starving thread sleeps (it is on its way back, or gave up), `unlock`
+//! takes the hand-off back and releases as usual.
+//!
+//! Two things make the bound hold when threads outnumber CPUs, where wake-ups are slow:
+//! - *The class* makes the hand-off reach the thread that starved. The kernel's queue is FIFO,
+//!   but a woken sleeper that lost the lock to a running thread goes to sleep again at its
+//!   tail, so the oldest sleeper is seldom the one that starved; a hand-off to it left the
+//!   starving thread to wait for the whole queue to be woken one by one.
+//! - *No sleep outlasts the starvation mark.* An unlock wakes one sleeper, and the next wake
+//!   comes only after that one has run (it took the lock and passes the wake-up on, or lost it
+//!   and announced itself again), which takes milliseconds apiece on a busy machine; a sleeper
+//!   deep in the queue could sleep many marks long before any wake-up reached it and it could
+//!   say that it starves. So a sleeper sleeps at most until its mark (at least a sixteenth of
+//!   it), and a starving one at most one more `STARVATION_NS` at a time (another starving
+//!   thread's hand-off may have ended starvation mode meanwhile): it wakes by itself, with no
+//!   wake-up to pass on, and announces `STARVING` again if the lock is still held.
 //!
 //! A waiter whose sleep is refused (it set `CONTENDED`, and before the kernel compared the word
 //! the lock was released, clearing the flag, and taken again), or whose spin found the lock
@@ -59,9 +75,9 @@
 //!  s(LOCKED,CONTENDED) -------------> s|STARVING     a sleeper that waited > 1 ms
 //!  s(CONTENDED or MAYBE_SLEEPING) --> s&!(LOCKED|CONTENDED|MAYBE_SLEEPING|STARVING), wake(1)
 //!                                                    unlock, slow path
-//!  s(STARVING or fair, either) -----> s|HANDOFF, wake(1)
+//!  s(STARVING or fair, either) -----> s|HANDOFF, wake(1) (STARVING: of the starving class)
 //!                                                    unlock with hand-off; if nobody was
-//!                                                    asleep, it clears HANDOFF and releases
+//!                                                    woken, it clears HANDOFF and releases
 //!  s(HANDOFF) ----------------------> s&!(HANDOFF|STARVING)
 //!                                                    a thread that has slept takes ownership
 //! ```
@@ -83,6 +99,11 @@ const HANDOFF: u32 = 8;
 const MAYBE_SLEEPING: u32 = 16;
 /// Either flag obliges `unlock` to wake a sleeper.
 const WAKE_ON_UNLOCK: u32 = CONTENDED | MAYBE_SLEEPING;
+
+/// The futex class (see `futex::wait_outcome_in`) a waiter sleeps in until it starves.
+const SLEEPER_CLASS: u32 = 1;
+/// The futex class a starving waiter sleeps in: the one a starvation hand-off wakes.
+const STARVING_CLASS: u32 = 2;
 
 /// How long a sleeping waiter waits before it asks for the lock to be handed to it (1 ms).
 pub const STARVATION_NS: u64 = 1_000_000;
@@ -357,7 +378,19 @@ impl RawMutex {
                 }
                 s = want;
             }
-            let outcome = w.sleep_outcome(&self.state, s);
+            // A sleeper looks again by its starvation mark at the latest, and a starving one
+            // every STARVATION_NS, whether or not anyone wakes it (see the module docs).
+            let (class, at_most) = if starving {
+                (STARVING_CLASS, STARVATION_NS)
+            } else {
+                (
+                    SLEEPER_CLASS,
+                    STARVATION_NS
+                        .saturating_sub(w.asleep_ns())
+                        .max(STARVATION_NS / 16),
+                )
+            };
+            let outcome = w.sleep_outcome_for(&self.state, s, class, at_most);
             slept = true;
             if outcome == futex::WaitOutcome::TimedOut {
                 let got = self.give_up_after_sleep();
@@ -367,7 +400,9 @@ impl RawMutex {
             // The announcement came too late: before the kernel looked, the lock was released
             // (which cleared CONTENDED and woke any other sleeper) and taken again. Nobody woke
             // this thread, so it holds no wake-up to pass on. (It slept on a word with
-            // CONTENDED set, so a word without it has changed.)
+            // CONTENDED set, so a word without it has changed. A sleep that its bound ended
+            // also returns NotWoken, but such a sleeper has reached its starvation mark, and a
+            // starving waiter sleeps on the word whether or not it dozes.)
             if outcome == futex::WaitOutcome::NotWoken && s & (LOCKED | CONTENDED) == LOCKED {
                 w.refused();
             }
@@ -417,11 +452,19 @@ impl RawMutex {
                     s = current;
                     continue;
                 }
-                if futex::wake(&self.state, 1) > 0 {
+                // A fair unlock hands the lock to any sleeper; starvation, to a starving one
+                // (see the module docs).
+                let class = if hand_off {
+                    futex::ANY_CLASS
+                } else {
+                    STARVING_CLASS
+                };
+                if futex::wake_in(&self.state, 1, class) > 0 {
                     return;
                 }
-                // Nobody was asleep. Take the hand-off back, unless a thread that has slept took
-                // it meanwhile, and release normally (which wakes anyone who fell asleep since).
+                // Nobody of that class was asleep. Take the hand-off back, unless a thread that
+                // has slept took it meanwhile, and release normally (which wakes a sleeper of
+                // any class, and anyone who fell asleep since).
                 s = self.state.load(Ordering::Relaxed);
                 loop {
                     if s & HANDOFF == 0 {

@@ -102,6 +102,42 @@ fn timed_waiter_giving_up_passes_its_wakeup_on() {
 }
 
 #[test]
+fn a_starving_waiter_that_gives_up_strands_no_hand_off() {
+    // Under loom a waiter that has slept once starves (its clock stands still: see
+    // `Waiter::asleep_ns`), and the model's deadline of two seconds passes after the second
+    // timed wait returns: the timed waiter sleeps once, starves (sets STARVING, sleeps in the
+    // starving class) and may give up there, or be on its way into the kernel when the lock is
+    // released. An unlock that then hands off finds no starving sleeper to wake and must take
+    // the hand-off back and release, waking the plain sleeper. (That path needs three
+    // preemptions: at two, the model never reaches it.)
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(3);
+    b.check(|| {
+        let s = shared();
+        let s2 = Arc::clone(&s);
+        let s3 = Arc::clone(&s);
+        let timed = thread::spawn(move || {
+            let d = Deadline::after(Duration::from_secs(2));
+            if s3.lock.try_lock_until(&d) {
+                // SAFETY: the lock is held.
+                s3.value.with_mut(|v| unsafe { *v += 1 });
+                // SAFETY: acquired above.
+                unsafe { s3.lock.unlock() };
+                1
+            } else {
+                0
+            }
+        });
+        let plain = thread::spawn(move || increment(&s2));
+        increment(&s);
+        increment(&s);
+        plain.join().unwrap();
+        let got = timed.join().unwrap();
+        assert_eq!(total(&s), 3 + got);
+    });
+}
+
+#[test]
 fn a_waiter_refused_by_a_lock_taken_again_dozes_and_still_gets_it() {
     // One thread takes the lock twice in a row: a waiter that announced its sleep in between
     // can find the word changed (released and re-taken) when the futex compares it, and dozes.

@@ -41,8 +41,16 @@ fn const_constructors_build_statics() {
 
 #[test]
 fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
+    // A sleeper wakes by itself now and then to see how long it has waited (the mutex's
+    // starvation bound), and an unlock that falls in those few microseconds finds nobody
+    // asleep and releases instead; so ask for three hand-offs in at most twenty tries, not
+    // one in every try.
     bounded("fair mutex", Duration::from_secs(20), || {
-        for _ in 0..5 {
+        let mut handed_off = 0;
+        for _ in 0..20 {
+            if handed_off == 3 {
+                break;
+            }
             let m = Arc::new(FairMutex::new(0u32));
             let g = m.lock();
             let m2 = Arc::clone(&m);
@@ -57,12 +65,15 @@ fn fair_mutex_hands_the_lock_to_a_sleeping_waiter() {
             drop(g);
             // Handed over: this thread, which would otherwise retake the free lock first, gets
             // it only after the sleeper has had its turn (which can be over already).
-            if let Some(again) = m.try_lock() {
-                assert_eq!(*again, 1, "retaken before the sleeper ran: no hand-off");
+            match m.try_lock() {
+                None => handed_off += 1,
+                Some(again) if *again == 1 => handed_off += 1,
+                Some(_) => {} // retaken before the sleeper ran: no hand-off this time
             }
             t.join().unwrap();
             assert_eq!(*m.lock(), 1);
         }
+        assert_eq!(handed_off, 3, "hand-offs to a sleeper, in twenty tries");
     });
 }
 

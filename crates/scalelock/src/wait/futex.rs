@@ -7,6 +7,11 @@
 //! All operations use private futexes (`FUTEX_PRIVATE_FLAG`): scalelock's locks live in one
 //! process. Timed waits take an absolute deadline (`FUTEX_WAIT_BITSET`), so a wait interrupted by a
 //! signal and restarted never waits longer than asked.
+//!
+//! A sleeper may also sleep in a *class* ([`wait_outcome_in`]; the kernel's futex bitsets): a
+//! [`wake_in`] that names a class wakes only sleepers of that class, oldest first, where a plain
+//! [`wake`] wakes the oldest sleeper of any class. A lock uses this to wake a particular kind of
+//! sleeper ahead of the queue (the mutex: a waiter that has starved).
 
 use super::deadline::{Clock, Deadline};
 use core::ptr;
@@ -70,6 +75,35 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
 /// ```
 #[inline]
 pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> WaitOutcome {
+    wait_outcome_in(word, expected, deadline, ANY_CLASS)
+}
+
+/// The class every sleeper belongs to, and a [`wake_in`] of it wakes any sleeper (the bitset
+/// that matches every other).
+pub const ANY_CLASS: u32 = libc::FUTEX_BITSET_MATCH_ANY as u32;
+
+/// [`wait_outcome`], sleeping in `class` (a nonzero bit mask; see the module docs): a
+/// [`wake_in`] wakes this thread only if its class shares a bit with `class`, a plain [`wake`]
+/// whatever its class. A `class` of 0 is taken as [`ANY_CLASS`] (the kernel refuses an empty
+/// one).
+///
+/// ```
+/// use scalelock::wait::futex;
+/// use std::sync::atomic::AtomicU32;
+/// let word = AtomicU32::new(3);
+/// // The word does not hold 0: no sleep, whatever the class.
+/// assert_eq!(futex::wait_outcome_in(&word, 0, None, 2), futex::WaitOutcome::NotWoken);
+/// // Nobody sleeps in class 2: a wake of that class wakes nobody.
+/// assert_eq!(futex::wake_in(&word, 1, 2), 0);
+/// ```
+#[inline]
+pub fn wait_outcome_in(
+    word: &AtomicU32,
+    expected: u32,
+    deadline: Option<&Deadline>,
+    class: u32,
+) -> WaitOutcome {
+    let class = if class == 0 { ANY_CLASS } else { class };
     if word.load(Ordering::Relaxed) != expected {
         return WaitOutcome::NotWoken;
     }
@@ -92,7 +126,8 @@ pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>
     let slept_at = super::now_ns();
     // SAFETY: `word` is a live, aligned 32-bit atomic for the duration of the call; `ts` is null or
     // points at a timespec borrowed from `deadline`, which outlives the call. The kernel only reads
-    // both. FUTEX_WAIT_BITSET with a match-any mask behaves as FUTEX_WAIT with an absolute timeout.
+    // both. FUTEX_WAIT_BITSET with a match-any mask behaves as FUTEX_WAIT with an absolute
+    // timeout; `class` is nonzero (an empty bitset is EINVAL).
     let r = unsafe {
         libc::syscall(
             libc::SYS_futex,
@@ -101,7 +136,7 @@ pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>
             expected,
             ts,
             ptr::null::<u32>(),
-            libc::FUTEX_BITSET_MATCH_ANY,
+            class,
         )
     };
     if r == 0 {
@@ -129,6 +164,44 @@ pub fn wake(word: &AtomicU32, n: u32) -> u32 {
             word.as_ptr(),
             libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
             n,
+        )
+    };
+    if r < 0 {
+        0
+    } else {
+        r as u32
+    }
+}
+
+/// Wakes at most `n` threads sleeping on `word` in a class that shares a bit with `class`,
+/// oldest first; returns how many were woken. A `class` of 0 wakes nobody. (Stamps the time of
+/// the wake first, as [`wake`] does.)
+///
+/// ```
+/// use scalelock::wait::futex;
+/// use std::sync::atomic::AtomicU32;
+/// let word = AtomicU32::new(0);
+/// assert_eq!(futex::wake_in(&word, 1, futex::ANY_CLASS), 0);
+/// ```
+#[inline]
+pub fn wake_in(word: &AtomicU32, n: u32, class: u32) -> u32 {
+    if class == 0 {
+        return 0;
+    }
+    super::note_wake();
+    let n = n.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: FUTEX_WAKE_BITSET only uses the address of `word` as a key; it never dereferences
+    // past it. The timeout and second-word arguments are unused by this operation; `class` is
+    // nonzero (an empty bitset is EINVAL).
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE_BITSET | libc::FUTEX_PRIVATE_FLAG,
+            n,
+            ptr::null::<libc::timespec>(),
+            ptr::null::<u32>(),
+            class,
         )
     };
     if r < 0 {

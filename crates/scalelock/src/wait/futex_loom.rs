@@ -16,8 +16,8 @@ use crate::sync::{AtomicU32, Ordering};
 use loom::sync::{Condvar, Mutex};
 
 struct Table {
-    /// (word address, ticket) of each sleeping thread, in arrival order.
-    sleepers: Vec<(usize, u64)>,
+    /// (word address, ticket, class) of each sleeping thread, in arrival order.
+    sleepers: Vec<(usize, u64, u32)>,
     next_ticket: u64,
 }
 
@@ -45,6 +45,20 @@ pub fn wait(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> boo
 
 /// Model of [`futex::wait_outcome`](super::futex::wait_outcome).
 pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>) -> WaitOutcome {
+    wait_outcome_in(word, expected, deadline, ANY_CLASS)
+}
+
+/// Model of [`futex::ANY_CLASS`](super::futex::ANY_CLASS).
+pub const ANY_CLASS: u32 = u32::MAX;
+
+/// Model of [`futex::wait_outcome_in`](super::futex::wait_outcome_in).
+pub fn wait_outcome_in(
+    word: &AtomicU32,
+    expected: u32,
+    deadline: Option<&Deadline>,
+    class: u32,
+) -> WaitOutcome {
+    let class = if class == 0 { ANY_CLASS } else { class };
     let (lock, cv) = &*TABLE;
     let mut table = lock.lock().unwrap();
     if word.load(Ordering::SeqCst) != expected {
@@ -52,7 +66,7 @@ pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>
     }
     let ticket = table.next_ticket;
     table.next_ticket += 1;
-    table.sleepers.push((key(word), ticket));
+    table.sleepers.push((key(word), ticket, class));
     if deadline.is_some() {
         drop(table);
         loom::thread::yield_now();
@@ -75,12 +89,17 @@ pub fn wait_outcome(word: &AtomicU32, expected: u32, deadline: Option<&Deadline>
 
 /// Model of [`futex::wake`](super::futex::wake).
 pub fn wake(word: &AtomicU32, n: u32) -> u32 {
+    wake_in(word, n, ANY_CLASS)
+}
+
+/// Model of [`futex::wake_in`](super::futex::wake_in): the oldest sleepers of a matching class.
+pub fn wake_in(word: &AtomicU32, n: u32, class: u32) -> u32 {
     let (lock, cv) = &*TABLE;
     let mut table = lock.lock().unwrap();
     let k = key(word);
     let mut woken = 0;
     table.sleepers.retain(|s| {
-        if s.0 == k && woken < n {
+        if s.0 == k && s.2 & class != 0 && woken < n {
             woken += 1;
             false
         } else {

@@ -221,6 +221,62 @@ fn a_nap_ends_at_the_earlier_of_its_length_and_the_deadline() {
 }
 
 #[test]
+fn a_bounded_sleep_ends_by_itself_unwoken_and_the_waits_deadline_still_times_it_out() {
+    let e = SpinEstimate::new();
+    let word = AtomicU32::new(0);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    let t0 = Instant::now();
+    assert_eq!(
+        w.sleep_outcome_for(&word, 0, 1, 2_000_000),
+        futex::WaitOutcome::NotWoken,
+        "nobody woke it: the bound ended the sleep"
+    );
+    let took = t0.elapsed();
+    // The timer may fire late on a loaded machine, never early.
+    assert!(took >= Duration::from_millis(2), "a sleep of {took:?}");
+    assert!(took < Duration::from_secs(5), "a sleep of {took:?}");
+    assert!(w.asleep_ns() >= 2_000_000);
+
+    // The wait's deadline, sooner than the bound, is what ends the sleep: TimedOut.
+    let deadline = Deadline::after(Duration::from_millis(1));
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, Some(&deadline));
+    assert_eq!(
+        w.sleep_outcome_for(&word, 0, 1, 10_000_000_000),
+        futex::WaitOutcome::TimedOut
+    );
+    // A word that no longer holds the value: no sleep at all.
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    assert_eq!(
+        w.sleep_outcome_for(&word, 1, 1, 10_000_000_000),
+        futex::WaitOutcome::NotWoken
+    );
+}
+
+#[test]
+#[cfg(not(miri))] // a real sleeper and a waker on another thread; Miri runs the class test below
+fn a_wake_of_one_class_passes_over_sleepers_of_another() {
+    let word = std::sync::Arc::new(AtomicU32::new(0));
+    let sleeper = {
+        let word = std::sync::Arc::clone(&word);
+        std::thread::spawn(move || futex::wait_outcome_in(&word, 0, None, 2))
+    };
+    // Until the sleeper is in the kernel, wakes find nobody; once it is, a wake of class 1
+    // still finds nobody, and one of class 2 wakes it.
+    loop {
+        assert_eq!(
+            futex::wake_in(&word, 1, 1),
+            0,
+            "class 1 woke a class-2 sleeper"
+        );
+        if futex::wake_in(&word, 1, 2) == 1 {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    assert_eq!(sleeper.join().unwrap(), futex::WaitOutcome::Woken);
+}
+
+#[test]
 fn a_refused_waiter_dozes_about_a_wake_up_latency_and_not_past_its_deadline() {
     let e = SpinEstimate::new();
     let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);

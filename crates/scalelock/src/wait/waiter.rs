@@ -638,6 +638,44 @@ impl<'a> Waiter<'a> {
         futex::wait_outcome(word, expected, self.deadline)
     }
 
+    /// [`sleep_outcome`](Self::sleep_outcome), sleeping in `class` (see
+    /// [`futex::wait_outcome_in`]: a wake-up that names a class wakes this waiter only if the
+    /// classes share a bit) for `at_most_ns` at the longest: a sleep that lasts that long ends
+    /// by itself and returns [`NotWoken`](WaitOutcome::NotWoken) (no wake-up picked this
+    /// waiter), so that a lock whose sleepers must act on how long they have waited (the
+    /// mutex's starvation bound) hears from them in time, whether or not anyone wakes them.
+    /// [`TimedOut`](WaitOutcome::TimedOut) still means the wait's own deadline passed (a
+    /// deadline on another clock than the monotonic one leaves the bound out). Under
+    /// loom the bound is left out (the sleep lasts until woken or the deadline), so that a
+    /// lost wake-up still shows in the models as every thread blocked, instead of being
+    /// healed by the sleeper looking again on its own.
+    #[inline]
+    pub(crate) fn sleep_outcome_for(
+        &mut self,
+        word: &AtomicU32,
+        expected: u32,
+        class: u32,
+        at_most_ns: u64,
+    ) -> WaitOutcome {
+        self.before_sleep();
+        if cfg!(loom) {
+            return futex::wait_outcome_in(word, expected, self.deadline, class);
+        }
+        let bound = Deadline::after(core::time::Duration::from_nanos(at_most_ns));
+        match self.deadline {
+            // The wait's own deadline comes first, or is on another clock, which cannot be
+            // compared with the bound: the bound is left out rather than risk sleeping past
+            // the deadline.
+            Some(d) if !bound.is_before(d) || d.clock() != bound.clock() => {
+                futex::wait_outcome_in(word, expected, Some(d), class)
+            }
+            _ => match futex::wait_outcome_in(word, expected, Some(&bound), class) {
+                WaitOutcome::TimedOut => WaitOutcome::NotWoken,
+                outcome => outcome,
+            },
+        }
+    }
+
     /// Naps on `word` while it holds `expected`, for `nap` at most (and not past the deadline):
     /// for a waiter that re-checks on its own schedule, not one that relies on a wake-up.
     #[inline]
@@ -689,16 +727,22 @@ impl<'a> Waiter<'a> {
     #[inline]
     fn before_sleep(&mut self) {
         if self.slept_at == 0 {
-            self.slept_at = now_ns();
+            // Never 0 once slept (the clock reads 0 under loom).
+            self.slept_at = now_ns().max(1);
         }
         self.rec.sleep();
     }
 
-    /// How long ago this waiter first slept, in ns (0 if it has not slept).
+    /// How long ago this waiter first slept, in ns (0 if it has not slept). Under loom, whose
+    /// clock does not move, a waiter that has slept has slept for ever: every model of a lock
+    /// that asks (the mutex, for its starvation bound) explores what follows a long sleep on
+    /// every sleep after the first.
     #[inline]
     pub(crate) fn asleep_ns(&self) -> u64 {
         if self.slept_at == 0 {
             0
+        } else if cfg!(loom) {
+            u64::MAX
         } else {
             now_ns().saturating_sub(self.slept_at)
         }
