@@ -73,32 +73,7 @@ fn timed_waiter_giving_up_passes_its_wakeup_on() {
     // The model's deadline passes after the first timed wait returns (woken or not), so the
     // timed waiter goes through the give-up path, possibly holding a consumed wake-up, while the
     // other two hand the lock around.
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(2);
-    b.check(|| {
-        let s = shared();
-        let s2 = Arc::clone(&s);
-        let s3 = Arc::clone(&s);
-        let timed = thread::spawn(move || {
-            let d = Deadline::after(Duration::from_secs(1));
-            if s3.lock.try_lock_until(&d) {
-                // SAFETY: the lock is held.
-                s3.value.with_mut(|v| unsafe { *v += 1 });
-                // SAFETY: acquired above.
-                unsafe { s3.lock.unlock() };
-                1
-            } else {
-                0
-            }
-        });
-        let plain = thread::spawn(move || increment(&s2));
-        // Twice: the second acquisition can barge in between the wake-up and the give-up.
-        increment(&s);
-        increment(&s);
-        plain.join().unwrap();
-        let got = timed.join().unwrap();
-        assert_eq!(total(&s), 3 + got);
-    });
+    timed_waiter_among_two_others(1, 2);
 }
 
 #[test]
@@ -110,14 +85,22 @@ fn a_starving_waiter_that_gives_up_strands_no_hand_off() {
     // released. An unlock that then hands off finds no starving sleeper to wake and must take
     // the hand-off back and release, waking the plain sleeper. (That path needs three
     // preemptions: at two, the model never reaches it.)
+    timed_waiter_among_two_others(2, 3);
+}
+
+/// A waiter with a deadline of `secs` model seconds (timed waits that return), one that
+/// increments without one, and this thread incrementing twice (the second acquisition can barge
+/// in between a wake-up and a give-up), under a preemption bound of `preemptions`: everyone
+/// finishes, and the count is exact.
+fn timed_waiter_among_two_others(secs: u64, preemptions: usize) {
     let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(3);
-    b.check(|| {
+    b.preemption_bound = Some(preemptions);
+    b.check(move || {
         let s = shared();
         let s2 = Arc::clone(&s);
         let s3 = Arc::clone(&s);
         let timed = thread::spawn(move || {
-            let d = Deadline::after(Duration::from_secs(2));
+            let d = Deadline::after(Duration::from_secs(secs));
             if s3.lock.try_lock_until(&d) {
                 // SAFETY: the lock is held.
                 s3.value.with_mut(|v| unsafe { *v += 1 });

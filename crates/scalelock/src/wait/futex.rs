@@ -151,31 +151,16 @@ pub fn wait_outcome_in(
     }
 }
 
-/// Wakes at most `n` threads sleeping on `word`; returns how many were woken. (Stamps the time
-/// of the wake first: see [`note_wake`](super::note_wake).)
+/// Wakes at most `n` threads sleeping on `word`, of any class; returns how many were woken.
+/// (Stamps the time of the wake first: see [`note_wake`](super::note_wake).)
 #[inline]
 pub fn wake(word: &AtomicU32, n: u32) -> u32 {
-    super::note_wake();
-    let n = n.min(i32::MAX as u32) as libc::c_int;
-    // SAFETY: FUTEX_WAKE only uses the address of `word` as a key; it never dereferences past it.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_futex,
-            word.as_ptr(),
-            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
-            n,
-        )
-    };
-    if r < 0 {
-        0
-    } else {
-        r as u32
-    }
+    wake_in(word, n, ANY_CLASS)
 }
 
 /// Wakes at most `n` threads sleeping on `word` in a class that shares a bit with `class`,
 /// oldest first; returns how many were woken. A `class` of 0 wakes nobody. (Stamps the time of
-/// the wake first, as [`wake`] does.)
+/// the wake first: see [`note_wake`](super::note_wake).)
 ///
 /// ```
 /// use scalelock::wait::futex;
@@ -192,7 +177,7 @@ pub fn wake_in(word: &AtomicU32, n: u32, class: u32) -> u32 {
     let n = n.min(i32::MAX as u32) as libc::c_int;
     // SAFETY: FUTEX_WAKE_BITSET only uses the address of `word` as a key; it never dereferences
     // past it. The timeout and second-word arguments are unused by this operation; `class` is
-    // nonzero (an empty bitset is EINVAL).
+    // nonzero (an empty bitset is EINVAL). With every bit set it is FUTEX_WAKE.
     let r = unsafe {
         libc::syscall(
             libc::SYS_futex,
