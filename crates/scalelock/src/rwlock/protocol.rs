@@ -39,6 +39,15 @@
 //! (within its learned budget) rather than sleep at once: the turn's readers leave soon, and
 //! sleeping set off a convoy of sleeps between one reader and one writer (see `wait_writer`).
 //!
+//! **A writer kept out by a writer yields before it sleeps.** Once it finds another writer
+//! holding the lock, a waiting writer gives its CPU away a few times (the wait layer's
+//! yields, see `Waiter::yield_from_now`; where no other thread wants the CPU a yield returns
+//! at once) before it sets
+//! `WRITERS_WAITING` and sleeps. A sleeping writer joins the writers woken one at a time,
+//! each of which may wait milliseconds for a CPU on a loaded machine while `DRAIN` keeps
+//! readers out behind it; a yielding one runs again within a scheduler's turn and takes the
+//! lock when its holder has left. A yield changes nothing in the state word.
+//!
 //! **One woken writer at a time.** A writer's release that wakes a writer marks it
 //! `WRITER_WOKEN`; until that writer runs and takes the lock (or finds it held and sleeps again),
 //! releases wake nobody. Without the mark, every release while writers sleep woke one more, so
@@ -726,6 +735,10 @@ impl RawRwLock {
             // writer's own WRITERS_WAITING, which stays set after its wake-up, kept the convoy
             // going too; so the writer spins through the turn whatever WRITERS_WAITING says.
             let spin_ok = s & PARKED == 0 && (s & WRITERS_WAITING == 0 || s & READ_TURN != 0);
+            // Kept out by another writer: yield before sleeping (see the wait layer's docs).
+            if s & WRITER != 0 {
+                w.yield_from_now();
+            }
             if w.spin(spin_ok) {
                 s = self.state.load(Ordering::Relaxed);
                 continue;

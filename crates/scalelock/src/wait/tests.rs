@@ -341,6 +341,33 @@ fn only_an_adaptive_waiter_yields_where_spinning_is_forbidden_and_only_a_few_tim
 }
 
 #[test]
+fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
+    let e = SpinEstimate::new();
+    // Not made yielding: barred from spinning, it sleeps at once.
+    let mut w = Waiter::plain_under(SpinPolicy::Adaptive, &e, None);
+    assert!(!w.spin_or_yield(false, true));
+    // Let yield (as the rwlock's writer that finds a writer holding the lock): YIELDS yields,
+    // and asking again, as the slow path does on every round, grants none anew.
+    let mut w = Waiter::plain_under(SpinPolicy::Adaptive, &e, None);
+    let mut steps = 0;
+    loop {
+        w.yield_from_now_in_test(SpinPolicy::Adaptive);
+        if !w.spin_or_yield(false, true) {
+            break;
+        }
+        steps += 1;
+        assert!(steps <= YIELDS, "the yields were granted again");
+    }
+    assert_eq!(steps, YIELDS);
+    // Other policies do not yield, let or not.
+    for policy in [SpinPolicy::Never, SpinPolicy::Fixed(500)] {
+        let mut w = Waiter::plain_under(policy, &e, None);
+        w.yield_from_now_in_test(policy);
+        assert!(!w.spin_or_yield(false, true), "{policy:?}");
+    }
+}
+
+#[test]
 fn a_waiter_told_the_lock_keeps_being_retaken_stops_spinning_and_yields_then_sleeps() {
     let e = SpinEstimate::new();
     let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);

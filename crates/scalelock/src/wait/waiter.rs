@@ -110,9 +110,15 @@
 //!   where looks are not timed; a watched wait that finds the lock re-taken, or declines it,
 //!   restarts the cycle, so a lock whose looks keep finding something is watched on every
 //!   wait.
-//!   The rwlocks' waiters do not yield (yet): in the bench's rwlock workloads a yield phase
-//!   has not been shown to pay, and a reader waiting out a writer's short hold, or a writer
-//!   draining readers, waits for a release that comes within a spin.
+//!   The rwlock's writers yield once they find another *writer* holding the lock (see
+//!   [`yield_from_now`](Waiter::yield_from_now)): when threads outnumber CPUs, a writer that
+//!   slept there went to the back of a line of writers woken one at a time, each of which
+//!   could wait milliseconds for a CPU while the readers behind it waited too, where a
+//!   yielding writer hands its CPU to runnable threads (the holder among them) and is back
+//!   at the lock in a scheduler's turn. Readers, and writers that only drain readers, do not
+//!   yield: they wait for a release that comes within a spin, and a yield there handed the CPU
+//!   to a reader that kept it for a time slice (the bench's `read-mostly`, `recursive-read`
+//!   and `rwlock-hammer` lost throughput and tail both when every writer yielded).
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took.
 //! - `Fixed`: spin while the protocol allows it and the budget lasts, then sleep (no yields:
@@ -246,6 +252,8 @@ pub(crate) struct Waiter<'a> {
     /// A yielding waiter (see [`Waiter::yielding`]): its lock's watch cycle moves on when it
     /// ends.
     yielder: bool,
+    /// Its protocol let it yield during the wait (see [`Waiter::yield_from_now`]), once.
+    yields_granted: bool,
     /// This waiter times its looks when it watches (see [`Waiter::watches`]): its lock's
     /// watch cycle says so (see `SpinEstimate::watch_turn`).
     watch: bool,
@@ -301,6 +309,29 @@ impl<'a> Waiter<'a> {
         Waiter::under_with_floor(policy, estimate, deadline, 0)
     }
 
+    /// [`under`](Self::under), for a waiter that is not made yielding: it yields only once
+    /// [`yield_from_now_under`](Self::yield_from_now_under) lets it (tests only).
+    #[cfg(test)]
+    pub(crate) fn plain_under(
+        policy: super::SpinPolicy,
+        estimate: &'a SpinEstimate,
+        deadline: Option<&'a Deadline>,
+    ) -> Waiter<'a> {
+        Waiter::with_spinner(
+            estimate,
+            estimate.budget_under(policy, 0),
+            false,
+            deadline,
+            Subject::Nobody,
+        )
+    }
+
+    /// [`yield_from_now`](Self::yield_from_now) under `policy` (tests only).
+    #[cfg(test)]
+    pub(crate) fn yield_from_now_in_test(&mut self, policy: super::SpinPolicy) {
+        self.yield_from_now_under(policy);
+    }
+
     /// [`under`](Self::under), with a floor under an `Adaptive` budget (as a lock's half a
     /// wake-up latency).
     #[cfg(test)]
@@ -353,6 +384,7 @@ impl<'a> Waiter<'a> {
             dozing: false,
             declined: false,
             yielder: false,
+            yields_granted: false,
             watch: true,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
@@ -371,6 +403,28 @@ impl<'a> Waiter<'a> {
     #[inline]
     pub(crate) fn yielding(self) -> Waiter<'a> {
         self.yielding_under(super::spin_policy())
+    }
+
+    /// Lets this waiter yield from now on, as [`yielding`](Self::yielding) does, for a protocol
+    /// that finds out during the wait that yielding pays (the rwlock's writer, once another
+    /// writer holds the lock; see the module docs). Unlike a waiter made yielding, it does not
+    /// take part in its lock's watch cycle: its slow path takes no timed looks. Only the first
+    /// call counts (the yields it grants are not granted again once spent), and a waiter made
+    /// yielding is left as it is.
+    #[inline]
+    pub(crate) fn yield_from_now(&mut self) {
+        self.yield_from_now_under(super::spin_policy());
+    }
+
+    /// [`yield_from_now`](Self::yield_from_now), under `policy`: only `Adaptive` yields.
+    #[inline]
+    fn yield_from_now_under(&mut self, policy: super::SpinPolicy) {
+        if !self.yielder && !self.yields_granted {
+            self.yields_granted = true;
+            self.yields = yields_under(policy);
+            // Looks are not timed: the slow path reads its word plainly.
+            self.watch = false;
+        }
     }
 
     /// [`yielding`](Self::yielding), under `policy`: only `Adaptive` yields. A yielding waiter
