@@ -4,7 +4,7 @@
 //! scalelock bench [--workload W,..] [--locks L,..] [--threads 1,2,4,..] [--duration-ms N]
 //!                 [--repeat N] [--isolate] [--metric M,..] [--json FILE] [--csv FILE]
 //!                 [--markdown FILE] [--report DIR] [--quick]
-//! scalelock bench --compare A.json B.json
+//! scalelock bench --compare A.json B.json [--metric M,..]
 //! scalelock profile [--top N] [--sort wait|count|max|hold] [--json FILE] [--stacks N] -- CMD ARGS..
 //! scalelock run --lock KIND [--spin POLICY] -- CMD ARGS..
 //! ```
@@ -107,7 +107,7 @@ struct BenchArgs {
     #[arg(long)]
     isolate: bool,
     /// Figures the table shows per cell, comma-separated: ops, cpu, p99, p999, max (default:
-    /// all).
+    /// all). With --compare: the figures compared, one table each (default: ops).
     #[arg(long = "metric", alias = "metrics", value_delimiter = ',', value_name = "M,..",
           value_parser = parse_metric)]
     metrics: Option<Vec<bench::output::Metric>>,
@@ -128,7 +128,8 @@ struct BenchArgs {
     #[arg(long)]
     quick: bool,
     /// Compare two `--json` results instead of measuring: B ÷ A per cell, with spread, and
-    /// how many cells got better, worse or stayed undecided.
+    /// how many cells got better, worse or stayed undecided (throughput, or the figures
+    /// --metric names).
     #[arg(long, num_args = 2, value_names = ["A.json", "B.json"],
           conflicts_with_all = ["workloads", "locks", "threads", "duration_ms", "repeat", "isolate",
                                 "json", "csv", "markdown", "quick"])]
@@ -216,7 +217,8 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Bench(a) => {
             if let Some(files) = &a.compare {
-                return match bench::compare::run(&files[0], &files[1]) {
+                let metrics = a.metrics.clone().unwrap_or_default();
+                return match bench::compare::run(&files[0], &files[1], &metrics) {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(e) => {
                         eprintln!("scalelock bench --compare: error: {e}");

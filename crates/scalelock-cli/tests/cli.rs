@@ -550,6 +550,22 @@ fn compare_reports_each_common_cell_and_a_summary() {
         stdout.contains("Our verdict against the best other changed at"),
         "{stdout}"
     );
+    // --metric: one table per figure, the latency ones lower-is-better.
+    let out = scalelock(&[
+        "bench",
+        "--compare",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--metric",
+        "ops,max",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(stdout.matches("B ÷ A per cell").count(), 2, "{stdout}");
+    assert!(
+        stdout.contains("median of the runs' own maxima (lower is better)"),
+        "{stdout}"
+    );
 
     let (_, other) = tiny(
         &dir,

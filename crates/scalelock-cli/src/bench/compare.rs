@@ -1,14 +1,23 @@
 //! `scalelock bench --compare A.json B.json`: how run B differs from run A, cell by cell.
 //!
-//! A cell is a (workload, case, series, thread count). Its figure is the median throughput (in
-//! a case measured on one thread only, such as `uncontended`, operations per CPU second, as the
-//! bench's own ratios use). B ÷ A is the ratio of the medians; its spread is the range of the
-//! ratios of the runs matched by rank (B's slowest over A's slowest, …, fastest over fastest),
-//! since runs of two separate invocations are not paired in time. A cell is *undecided* when
-//! that spread crosses 1.0 or is wider than ±5%, else *better*, *within 5%* or *worse* by its
-//! median. The summary also counts the cells of our own series whose verdict against the best
-//! other lock (ahead / within 5% / behind / undecided) differs between the two files.
+//! A cell is a (workload, case, series, thread count). Its figure is, by default, the median
+//! throughput (in a case measured on one thread only, such as `uncontended`, operations per
+//! CPU second, as the bench's own ratios use). B ÷ A is the ratio of the medians; its spread is
+//! the range of the ratios of the runs matched by rank (B's slowest over A's slowest, …,
+//! fastest over fastest), since runs of two separate invocations are not paired in time. A
+//! cell is *undecided* when that spread crosses 1.0 or is wider than ±5%, else *better*,
+//! *within 5%* or *worse* by its median. The summary also counts the cells of our own series
+//! whose verdict against the best other lock (ahead / within 5% / behind / undecided) differs
+//! between the two files.
+//!
+//! `--metric` compares other figures, one table each: `cpu` (CPU time per operation) and the
+//! acquisition latencies `p99`, `p999` and `max`, for which lower is better (B ÷ A below 0.95
+//! is *better*). A latency cell's figure is the median of its runs' own values (each run's
+//! p99, p99.9 or largest sample), not the figure of all runs' samples together that the
+//! bench's table shows: one run's outlier would be the whole cell's maximum. Cells that took
+//! no latency samples are left out.
 
+use super::output::Metric;
 use super::stats::{Ratio, Standing};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -55,8 +64,8 @@ impl Cell {
     }
 }
 
-/// Reads the cells of a `--json` file.
-pub fn load(path: &Path) -> Result<Vec<Cell>, String> {
+/// Reads the cells of a `--json` file whose figure is `metric`.
+pub fn load(path: &Path, metric: Metric) -> Result<Vec<Cell>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let json: Value = serde_json::from_str(&text).map_err(|e| {
@@ -65,7 +74,7 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, String> {
             path.display()
         )
     })?;
-    cells(&json).map_err(|e| {
+    cells(&json, metric).map_err(|e| {
         format!(
             "{} is not a results file of `scalelock bench --json`: {e}",
             path.display()
@@ -73,8 +82,84 @@ pub fn load(path: &Path) -> Result<Vec<Cell>, String> {
     })
 }
 
-/// The cells of a parsed results file.
-pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
+/// The latency figure `metric` names, in a `latency_ns` object.
+fn latency_key(metric: Metric) -> Option<&'static str> {
+    match metric {
+        Metric::P99 => Some("p99"),
+        Metric::P999 => Some("p999"),
+        Metric::Max => Some("max"),
+        Metric::Ops | Metric::Cpu => None,
+    }
+}
+
+/// Whether a smaller figure of `metric` is the better one.
+fn lower_is_better(metric: Metric) -> bool {
+    metric != Metric::Ops
+}
+
+/// The cells of a parsed results file whose figure is `metric` (see the module docs).
+pub fn cells(json: &Value, metric: Metric) -> Result<Vec<Cell>, String> {
+    match latency_key(metric) {
+        None => speed_cells(json, metric == Metric::Cpu),
+        Some(key) => latency_cells(json, key),
+    }
+}
+
+/// Latency cells: each run's `latency_ns.<key>`, the cell's figure their median.
+fn latency_cells(json: &Value, key: &str) -> Result<Vec<Cell>, String> {
+    let results = json["results"]
+        .as_array()
+        .ok_or("it has no `results` array")?;
+    let mut out = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let text = |k: &str| -> Result<String, String> {
+            r[k].as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("result {i} has no `{k}`"))
+        };
+        let workload = text("workload")?;
+        let lock = text("lock")?;
+        let series = r["series"].as_str().map_or(lock, str::to_string);
+        let threads = r["threads"]
+            .as_u64()
+            .ok_or_else(|| format!("result {i} has no `threads`"))?;
+        if r["latency_samples"].as_u64() == Some(0) {
+            continue;
+        }
+        let of = |v: &Value, what: &str| -> Result<f64, String> {
+            v["latency_ns"][key]
+                .as_f64()
+                .ok_or_else(|| format!("result {i} has no number `{what}latency_ns.{key}`"))
+        };
+        let mut runs: Vec<f64> = match r["runs"].as_array() {
+            Some(rs) if !rs.is_empty() => rs
+                .iter()
+                .map(|run| of(run, "runs[]."))
+                .collect::<Result<_, String>>()?,
+            _ => vec![of(r, "")?],
+        };
+        runs.sort_by(f64::total_cmp);
+        let median = if runs.len() % 2 == 1 {
+            runs[runs.len() / 2]
+        } else {
+            (runs[runs.len() / 2 - 1] + runs[runs.len() / 2]) / 2.0
+        };
+        out.push(Cell {
+            workload,
+            case: r["case"].as_str().map(str::to_string),
+            series,
+            threads,
+            median,
+            runs,
+            verdict: None,
+            standing: None,
+        });
+    }
+    Ok(out)
+}
+
+/// Throughput cells (or, with `cpu`, CPU time per operation).
+fn speed_cells(json: &Value, cpu_time: bool) -> Result<Vec<Cell>, String> {
     let results = json["results"]
         .as_array()
         .ok_or("it has no `results` array")?;
@@ -144,6 +229,13 @@ pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
             .all(|x| x.3 == 1)
     };
     let speed = super::group::run_speed;
+    let figure = |one: bool, ops: f64, cpu: f64| {
+        if cpu_time {
+            cpu
+        } else {
+            speed(one, ops, cpu)
+        }
+    };
     Ok(raw
         .iter()
         .map(|(w, c, s, t, ops, cpu, runs, verdict, standing)| {
@@ -153,10 +245,11 @@ pub fn cells(json: &Value) -> Result<Vec<Cell>, String> {
                 case: c.clone(),
                 series: s.clone(),
                 threads: *t,
-                median: speed(one, *ops, *cpu),
-                runs: runs.iter().map(|&(o, c)| speed(one, o, c)).collect(),
-                verdict: verdict.clone(),
-                standing: *standing,
+                median: figure(one, *ops, *cpu),
+                runs: runs.iter().map(|&(o, c)| figure(one, o, c)).collect(),
+                // The verdict against the best other is the bench's, on throughput.
+                verdict: if cpu_time { None } else { verdict.clone() },
+                standing: if cpu_time { None } else { *standing },
             }
         })
         .collect())
@@ -220,13 +313,32 @@ pub struct Summary {
     pub standing_flips: usize,
 }
 
-/// The comparison report and its summary.
+/// What the table of `metric` compares, for its heading.
+fn figure_name(metric: Metric) -> &'static str {
+    match metric {
+        Metric::Ops => "throughput",
+        Metric::Cpu => "CPU time per operation (lower is better)",
+        Metric::P99 => "acquisition latency p99, median of the runs' own (lower is better)",
+        Metric::P999 => "acquisition latency p99.9, median of the runs' own (lower is better)",
+        Metric::Max => {
+            "largest acquisition latency, median of the runs' own maxima (lower is better)"
+        }
+    }
+}
+
+/// The comparison report of cells whose figure is `metric`, and its summary.
 pub fn compare(
     a: &[Cell],
     b: &[Cell],
     a_name: &str,
     b_name: &str,
+    metric: Metric,
 ) -> Result<(String, Summary), String> {
+    let (up, down) = if lower_is_better(metric) {
+        ("worse", "better")
+    } else {
+        ("better", "worse")
+    };
     let mut s = Summary::default();
     let mut out = String::new();
     let mut rows = Vec::new();
@@ -238,7 +350,7 @@ pub fn compare(
             continue;
         };
         s.common += 1;
-        let word = verdict_word(&r, "better", "within 5%", "worse");
+        let word = verdict_word(&r, up, "within 5%", down);
         match word.as_str() {
             "better" => s.better += 1,
             "worse" => s.worse += 1,
@@ -274,10 +386,11 @@ pub fn compare(
     }
     let _ = writeln!(
         out,
-        "B ÷ A per cell, B = {b_name}, A = {a_name}: ratio of the medians, the range of the \
-         runs matched by rank, and `?` when undecided (the range crosses 1.0 or is wider than \
-         ±5%). The last column is our series' verdict against the best other lock, A → B where \
-         it changed."
+        "B ÷ A per cell, B = {b_name}, A = {a_name}, of the {}: ratio of the medians, the \
+         range of the runs matched by rank, and `?` when undecided (the range crosses 1.0 or is \
+         wider than ±5%). The last column is our series' verdict against the best other lock \
+         (on throughput), A → B where it changed.",
+        figure_name(metric)
     );
     let w = rows
         .iter()
@@ -325,11 +438,28 @@ pub fn compare(
     Ok((out, s))
 }
 
-/// `--compare A B`: prints the comparison.
-pub fn run(a: &Path, b: &Path) -> Result<(), String> {
-    let (ca, cb) = (load(a)?, load(b)?);
-    let (text, _) = compare(&ca, &cb, &a.display().to_string(), &b.display().to_string())?;
-    print!("{text}");
+/// `--compare A B [--metric M,..]`: prints one comparison per metric (throughput alone by
+/// default).
+pub fn run(a: &Path, b: &Path, metrics: &[Metric]) -> Result<(), String> {
+    let metrics = if metrics.is_empty() {
+        &[Metric::Ops][..]
+    } else {
+        metrics
+    };
+    for (k, &m) in metrics.iter().enumerate() {
+        let (ca, cb) = (load(a, m)?, load(b, m)?);
+        let (text, _) = compare(
+            &ca,
+            &cb,
+            &a.display().to_string(),
+            &b.display().to_string(),
+            m,
+        )?;
+        if k > 0 {
+            println!();
+        }
+        print!("{text}");
+    }
     Ok(())
 }
 
@@ -337,6 +467,29 @@ pub fn run(a: &Path, b: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn ops(j: &Value) -> Vec<Cell> {
+        cells(j, Metric::Ops).unwrap()
+    }
+
+    /// A file of one cell per lock, each run with the given largest latency sample.
+    fn latencies(maxima: &[(&str, &[u64])]) -> Value {
+        let results: Vec<Value> = maxima
+            .iter()
+            .map(|(lock, runs)| {
+                json!({
+                    "workload": "w", "lock": lock, "threads": 8,
+                    "ops_per_sec": 1.0, "cpu_ns_per_op": 10.0, "latency_samples": 100,
+                    "latency_ns": {"p99": 1, "p999": 2, "max": runs.iter().max()},
+                    "runs": runs.iter().map(|m| json!({
+                        "ops_per_sec": 1.0, "cpu_ns_per_op": 10.0,
+                        "latency_ns": {"p99": 1, "p999": 2, "max": m}
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        json!({ "results": results })
+    }
 
     fn file(ops: &[(&str, f64, &[f64])]) -> Value {
         let results: Vec<Value> = ops
@@ -359,22 +512,20 @@ mod tests {
 
     #[test]
     fn better_worse_same_and_undecided() {
-        let a = cells(&file(&[
+        let a = ops(&file(&[
             ("scalelock", 200.0, &[190.0, 200.0, 210.0]),
             ("std", 100.0, &[99.0, 100.0, 101.0]),
             ("spin", 100.0, &[99.0, 100.0, 101.0]),
             ("pthread", 100.0, &[50.0, 100.0, 150.0]),
-        ]))
-        .unwrap();
-        let b = cells(&file(&[
+        ]));
+        let b = ops(&file(&[
             ("scalelock", 90.0, &[89.0, 90.0, 91.0]),
             ("std", 150.0, &[149.0, 150.0, 151.0]),
             ("spin", 101.0, &[100.0, 101.0, 102.0]),
             ("pthread", 110.0, &[60.0, 110.0, 160.0]),
             ("parking_lot", 1.0, &[1.0]),
-        ]))
-        .unwrap();
-        let (text, s) = compare(&a, &b, "a.json", "b.json").unwrap();
+        ]));
+        let (text, s) = compare(&a, &b, "a.json", "b.json", Metric::Ops).unwrap();
         assert_eq!(
             (s.common, s.better, s.worse, s.same, s.undecided),
             (4, 1, 1, 1, 1),
@@ -412,9 +563,48 @@ mod tests {
             {"workload": "u", "case": "mutex", "lock": "std", "threads": 1,
              "ops_per_sec": 5.0, "cpu_ns_per_op": 20.0}
         ]});
-        let c = cells(&j).unwrap();
+        let c = ops(&j);
         assert_eq!(c[0].median, 5e7);
         assert_eq!(c[0].runs, vec![5e7]);
+    }
+
+    #[test]
+    fn latency_cells_compare_the_runs_own_figures_lower_being_better() {
+        let a = latencies(&[
+            ("scalelock", &[10_000, 30_000, 1_000_000]),
+            ("std", &[100, 100, 100]),
+            ("spin", &[5, 50, 500]),
+        ]);
+        let mut b = latencies(&[
+            ("scalelock", &[1_000, 3_000, 100_000]),
+            ("std", &[200, 200, 200]),
+            ("spin", &[5, 50, 500]),
+            ("pthread", &[1, 1, 1]),
+        ]);
+        // A cell that took no samples is left out.
+        b["results"][3]["latency_samples"] = json!(0);
+        let (ca, cb) = (
+            cells(&a, Metric::Max).unwrap(),
+            cells(&b, Metric::Max).unwrap(),
+        );
+        // The median of the runs' maxima, not the largest of them.
+        assert_eq!((ca[0].median, cb[0].median), (30_000.0, 3_000.0));
+        assert_eq!(cb.len(), 3);
+        let (text, s) = compare(&ca, &cb, "a", "b", Metric::Max).unwrap();
+        assert_eq!(
+            (s.common, s.better, s.worse, s.same),
+            (3, 1, 1, 1),
+            "{text}"
+        );
+        assert!(text.contains("lower is better"), "{text}");
+        // Throughput is still compared from the same files.
+        let (_, s) = compare(&ops(&a), &ops(&b), "a", "b", Metric::Ops).unwrap();
+        assert_eq!((s.common, s.same), (3, 3));
+        // A file without the figure is named.
+        let bare = json!({"results": [{"workload": "w", "lock": "x", "threads": 1}]});
+        assert!(cells(&bare, Metric::P999)
+            .unwrap_err()
+            .contains("latency_ns.p999"));
     }
 
     #[test]
@@ -422,18 +612,24 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("scalelock-compare-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let missing = dir.join("missing.json");
-        assert!(load(&missing).unwrap_err().contains("cannot read"));
+        assert!(load(&missing, Metric::Ops)
+            .unwrap_err()
+            .contains("cannot read"));
         let bad = dir.join("bad.json");
         std::fs::write(&bad, "{not json").unwrap();
-        assert!(load(&bad).unwrap_err().contains("is not a JSON file"));
+        assert!(load(&bad, Metric::Ops)
+            .unwrap_err()
+            .contains("is not a JSON file"));
         std::fs::write(&bad, "{\"results\": [{\"lock\": \"x\"}]}").unwrap();
-        let e = load(&bad).unwrap_err();
+        let e = load(&bad, Metric::Ops).unwrap_err();
         assert!(e.contains("no `workload`"), "{e}");
         std::fs::write(&bad, "[1, 2]").unwrap();
-        assert!(load(&bad).unwrap_err().contains("no `results` array"));
-        let a = cells(&file(&[("std", 1.0, &[1.0])])).unwrap();
-        let b = cells(&file(&[("spin", 1.0, &[1.0])])).unwrap();
-        assert!(compare(&a, &b, "a", "b")
+        assert!(load(&bad, Metric::Ops)
+            .unwrap_err()
+            .contains("no `results` array"));
+        let a = ops(&file(&[("std", 1.0, &[1.0])]));
+        let b = ops(&file(&[("spin", 1.0, &[1.0])]));
+        assert!(compare(&a, &b, "a", "b", Metric::Ops)
             .unwrap_err()
             .contains("no cell (workload, case, lock, threads) in common"));
         let _ = std::fs::remove_dir_all(&dir);
