@@ -105,6 +105,22 @@ pub fn cells(json: &Value, metric: Metric) -> Result<Vec<Cell>, String> {
     }
 }
 
+/// Result `i`'s workload, series (its lock, unless named) and thread count.
+fn identity(r: &Value, i: usize) -> Result<(String, String, u64), String> {
+    let text = |k: &str| -> Result<String, String> {
+        r[k].as_str()
+            .map(str::to_string)
+            .ok_or_else(|| format!("result {i} has no `{k}`"))
+    };
+    let workload = text("workload")?;
+    let lock = text("lock")?;
+    let series = r["series"].as_str().map_or(lock, str::to_string);
+    let threads = r["threads"]
+        .as_u64()
+        .ok_or_else(|| format!("result {i} has no `threads`"))?;
+    Ok((workload, series, threads))
+}
+
 /// Latency cells: each run's `latency_ns.<key>`, the cell's figure their median.
 fn latency_cells(json: &Value, key: &str) -> Result<Vec<Cell>, String> {
     let results = json["results"]
@@ -112,17 +128,7 @@ fn latency_cells(json: &Value, key: &str) -> Result<Vec<Cell>, String> {
         .ok_or("it has no `results` array")?;
     let mut out = Vec::new();
     for (i, r) in results.iter().enumerate() {
-        let text = |k: &str| -> Result<String, String> {
-            r[k].as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("result {i} has no `{k}`"))
-        };
-        let workload = text("workload")?;
-        let lock = text("lock")?;
-        let series = r["series"].as_str().map_or(lock, str::to_string);
-        let threads = r["threads"]
-            .as_u64()
-            .ok_or_else(|| format!("result {i} has no `threads`"))?;
+        let (workload, series, threads) = identity(r, i)?;
         if r["latency_samples"].as_u64() == Some(0) {
             continue;
         }
@@ -165,21 +171,11 @@ fn speed_cells(json: &Value, cpu_time: bool) -> Result<Vec<Cell>, String> {
         .ok_or("it has no `results` array")?;
     let mut raw = Vec::new();
     for (i, r) in results.iter().enumerate() {
-        let text = |k: &str| -> Result<String, String> {
-            r[k].as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("result {i} has no `{k}`"))
-        };
         let num = |v: &Value, k: &str| -> Result<f64, String> {
             v.as_f64()
                 .ok_or_else(|| format!("result {i} has no number `{k}`"))
         };
-        let workload = text("workload")?;
-        let lock = text("lock")?;
-        let series = r["series"].as_str().map_or(lock, str::to_string);
-        let threads = r["threads"]
-            .as_u64()
-            .ok_or_else(|| format!("result {i} has no `threads`"))?;
+        let (workload, series, threads) = identity(r, i)?;
         let ops = num(&r["ops_per_sec"], "ops_per_sec")?;
         let cpu = num(&r["cpu_ns_per_op"], "cpu_ns_per_op")?;
         let runs: Vec<(f64, f64)> = match r["runs"].as_array() {

@@ -344,11 +344,11 @@ fn only_an_adaptive_waiter_yields_where_spinning_is_forbidden_and_only_a_few_tim
 fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
     let e = SpinEstimate::new();
     // Not made yielding: barred from spinning, it sleeps at once.
-    let mut w = Waiter::plain_under(SpinPolicy::Adaptive, &e, None);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).not_yielding();
     assert!(!w.spin_or_yield(false, true));
     // Let yield (as the rwlock's writer that finds a writer holding the lock): YIELDS yields,
     // and asking again, as the slow path does on every round, grants none anew.
-    let mut w = Waiter::plain_under(SpinPolicy::Adaptive, &e, None);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).not_yielding();
     let mut steps = 0;
     loop {
         w.yield_from_now_in_test(SpinPolicy::Adaptive);
@@ -361,7 +361,7 @@ fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
     assert_eq!(steps, YIELDS);
     // Other policies do not yield, let or not.
     for policy in [SpinPolicy::Never, SpinPolicy::Fixed(500)] {
-        let mut w = Waiter::plain_under(policy, &e, None);
+        let mut w = Waiter::under(policy, &e, None).not_yielding();
         w.yield_from_now_in_test(policy);
         assert!(!w.spin_or_yield(false, true), "{policy:?}");
     }

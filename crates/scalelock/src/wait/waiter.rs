@@ -309,23 +309,6 @@ impl<'a> Waiter<'a> {
         Waiter::under_with_floor(policy, estimate, deadline, 0)
     }
 
-    /// [`under`](Self::under), for a waiter that is not made yielding: it yields only once
-    /// [`yield_from_now_under`](Self::yield_from_now_under) lets it (tests only).
-    #[cfg(test)]
-    pub(crate) fn plain_under(
-        policy: super::SpinPolicy,
-        estimate: &'a SpinEstimate,
-        deadline: Option<&'a Deadline>,
-    ) -> Waiter<'a> {
-        Waiter::with_spinner(
-            estimate,
-            estimate.budget_under(policy, 0),
-            false,
-            deadline,
-            Subject::Nobody,
-        )
-    }
-
     /// [`yield_from_now`](Self::yield_from_now) under `policy` (tests only).
     #[cfg(test)]
     pub(crate) fn yield_from_now_in_test(&mut self, policy: super::SpinPolicy) {
@@ -349,6 +332,16 @@ impl<'a> Waiter<'a> {
             Subject::Nobody,
         )
         .yielding_under(policy)
+    }
+
+    /// This waiter as one not made yielding (as the rwlock's): it yields only once
+    /// [`yield_from_now_under`](Self::yield_from_now_under) lets it (tests only).
+    #[cfg(test)]
+    pub(crate) fn not_yielding(mut self) -> Waiter<'a> {
+        self.yields = 0;
+        self.yielder = false;
+        self.watch = false;
+        self
     }
 
     #[inline]
