@@ -18,7 +18,7 @@
 //! no latency samples are left out.
 
 use super::output::Metric;
-use super::stats::{Ratio, Standing};
+use super::stats::{Ratio, Spread, Standing};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -137,19 +137,14 @@ fn latency_cells(json: &Value, key: &str) -> Result<Vec<Cell>, String> {
                 .as_f64()
                 .ok_or_else(|| format!("result {i} has no number `{what}latency_ns.{key}`"))
         };
-        let mut runs: Vec<f64> = match r["runs"].as_array() {
+        let runs: Vec<f64> = match r["runs"].as_array() {
             Some(rs) if !rs.is_empty() => rs
                 .iter()
                 .map(|run| of(run, "runs[]."))
                 .collect::<Result<_, String>>()?,
             _ => vec![of(r, "")?],
         };
-        runs.sort_by(f64::total_cmp);
-        let median = if runs.len() % 2 == 1 {
-            runs[runs.len() / 2]
-        } else {
-            (runs[runs.len() / 2 - 1] + runs[runs.len() / 2]) / 2.0
-        };
+        let median = Spread::of(&runs).median;
         out.push(Cell {
             workload,
             case: r["case"].as_str().map(str::to_string),

@@ -351,7 +351,7 @@ fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
     let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).not_yielding();
     let mut steps = 0;
     loop {
-        w.yield_from_now_in_test(SpinPolicy::Adaptive);
+        w.yield_from_now_under(SpinPolicy::Adaptive);
         if !w.spin_or_yield(false, true) {
             break;
         }
@@ -362,7 +362,7 @@ fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
     // Other policies do not yield, let or not.
     for policy in [SpinPolicy::Never, SpinPolicy::Fixed(500)] {
         let mut w = Waiter::under(policy, &e, None).not_yielding();
-        w.yield_from_now_in_test(policy);
+        w.yield_from_now_under(policy);
         assert!(!w.spin_or_yield(false, true), "{policy:?}");
     }
 }

@@ -309,12 +309,6 @@ impl<'a> Waiter<'a> {
         Waiter::under_with_floor(policy, estimate, deadline, 0)
     }
 
-    /// [`yield_from_now`](Self::yield_from_now) under `policy` (tests only).
-    #[cfg(test)]
-    pub(crate) fn yield_from_now_in_test(&mut self, policy: super::SpinPolicy) {
-        self.yield_from_now_under(policy);
-    }
-
     /// [`under`](Self::under), with a floor under an `Adaptive` budget (as a lock's half a
     /// wake-up latency).
     #[cfg(test)]
@@ -411,7 +405,7 @@ impl<'a> Waiter<'a> {
 
     /// [`yield_from_now`](Self::yield_from_now), under `policy`: only `Adaptive` yields.
     #[inline]
-    fn yield_from_now_under(&mut self, policy: super::SpinPolicy) {
+    pub(crate) fn yield_from_now_under(&mut self, policy: super::SpinPolicy) {
         if !self.yielder && !self.yields_granted {
             self.yields_granted = true;
             self.yields = yields_under(policy);
