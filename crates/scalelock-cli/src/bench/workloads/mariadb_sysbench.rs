@@ -19,6 +19,7 @@
 
 use super::{Point, Selection, Workload};
 use crate::bench::harness::{new_histogram, Measurement, Trial};
+use hdrhistogram::Histogram;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -33,12 +34,14 @@ pub struct MariadbSysbench;
 const LOCKS: [(&str, &str); 2] = [("pthread", "glibc"), ("scalelock", "scalelock")];
 const CASES: [&str; 2] = ["oltp_read_only", "oltp_read_write"];
 
-/// One sysbench run, from the script's `--results` file.
+/// One sysbench run, from the script's `--results` file and its latency histogram file (read
+/// as the script's run ends, before its directory is removed; an error says why it could not
+/// be read).
 #[derive(Clone, Debug)]
 struct Run {
     transactions: u64,
     tps: f64,
-    histogram_file: PathBuf,
+    latency: Result<Histogram<u64>, String>,
 }
 
 type Key = (String, String, usize);
@@ -193,6 +196,9 @@ impl Shared {
             .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
         let text = std::fs::read_to_string(&results_file).unwrap_or_default();
         let parsed = parse_results(&text, &hist_dir);
+        // Everything the points need is in `parsed` now: the directory goes, whatever the
+        // outcome (the script printed its own report and errors).
+        let _ = std::fs::remove_dir_all(&dir);
         match out.code() {
             Some(0) => Ok(parsed),
             Some(77) => Err(
@@ -245,17 +251,19 @@ fn parse_results(text: &str, hist_dir: &Path) -> HashMap<Key, Run> {
             Run {
                 transactions,
                 tps,
-                histogram_file: hist_dir.join(format!("{}-{}-{}.txt", f[0], f[1], threads)),
+                latency: read_histogram(
+                    &hist_dir.join(format!("{}-{}-{}.txt", f[0], f[1], threads)),
+                ),
             },
         );
     }
     runs
 }
 
-fn measurement(run: &Run) -> Result<Measurement, String> {
+/// sysbench's per-transaction latency histogram, as the script saved it.
+fn read_histogram(file: &Path) -> Result<Histogram<u64>, String> {
     let mut latency = new_histogram();
-    let text = std::fs::read_to_string(&run.histogram_file)
-        .map_err(|e| format!("{}: {e}", run.histogram_file.display()))?;
+    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
     for line in text.lines() {
         // "       0.185 |*****************          1082"
         let Some((value, rest)) = line.split_once('|') else {
@@ -270,8 +278,13 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
         let ns = (ms * 1e6).round().max(1.0) as u64;
         latency
             .record_n(ns.min(latency.high()), count)
-            .map_err(|e| format!("latency histogram: {e}"))?;
+            .map_err(|e| format!("{}: {e}", file.display()))?;
     }
+    Ok(latency)
+}
+
+fn measurement(run: &Run) -> Result<Measurement, String> {
+    let latency = run.latency.clone()?;
     let elapsed = if run.tps > 0.0 {
         Duration::from_secs_f64(run.transactions as f64 / run.tps)
     } else {
@@ -305,13 +318,26 @@ mod tests {
             "       0.500 |****   10\n       2.000 |*      1\n",
         )
         .unwrap();
-        let runs = parse_results("oltp_read_only glibc 4 1100.00 2.00 2.00 0 11000\n", &dir);
+        let runs = parse_results(
+            "oltp_read_only glibc 4 1100.00 2.00 2.00 0 11000\n\
+             oltp_read_only glibc 8 1200.00 2.00 2.00 0 12000\n",
+            &dir,
+        );
+        // The histograms were read with the results: the directory may go before the points
+        // are measured (the bench removes it).
+        std::fs::remove_dir_all(&dir).unwrap();
         let run = &runs[&("oltp_read_only".into(), "glibc".into(), 4)];
         let m = measurement(run).unwrap();
         assert_eq!(m.thread_ops, vec![11000]);
         assert_eq!(m.latency.len(), 11);
         assert!(m.latency.max() >= 1_990_000 && m.latency.max() <= 2_010_000);
         assert!((m.elapsed.as_secs_f64() - 10.0).abs() < 1e-6);
-        std::fs::remove_dir_all(&dir).ok();
+        // A row whose histogram file is missing fails its point, naming the file.
+        let missing = measurement(&runs[&("oltp_read_only".into(), "glibc".into(), 8)]);
+        assert!(
+            matches!(&missing, Err(e) if e.contains("oltp_read_only-glibc-8.txt")),
+            "{:?}",
+            missing.err()
+        );
     }
 }
