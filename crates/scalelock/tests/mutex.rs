@@ -117,39 +117,61 @@ fn reentrant_mutex_reenters_on_the_same_thread() {
 
 #[test]
 fn unlock_fair_hands_the_lock_to_a_sleeper() {
-    // The holder releases fairly while a thread sleeps on the lock: the sleeper must get it
-    // before the holder can take it back.
+    // The holder releases fairly while a thread waits on the lock. A waiter asleep in the
+    // futex by then is handed the lock, and the holder cannot take it back before it; a waiter
+    // that has announced itself but is not asleep yet (seen under Miri's scheduler) gets an
+    // ordinary release, which the holder may win: that round proves nothing and is tried
+    // again. A fair unlock that never hands over fails the test too.
     let raw = Arc::new(RawMutex::INIT);
-    raw.lock();
-    let r2 = Arc::clone(&raw);
-    let got = Arc::new(AtomicBool::new(false));
-    let g2 = Arc::clone(&got);
-    let t = std::thread::spawn(move || {
-        r2.lock();
-        g2.store(true, Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(20));
+    let mut handed = false;
+    for _round in 0..20 {
+        raw.lock();
+        let r2 = Arc::clone(&raw);
+        let got = Arc::new(AtomicBool::new(false));
+        let g2 = Arc::clone(&got);
+        let t = std::thread::spawn(move || {
+            r2.lock();
+            g2.store(true, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: locked above.
+            unsafe { r2.unlock() };
+        });
+        // Wait until the other thread has announced its sleep, then give it time to fall asleep.
+        let t0 = Instant::now();
+        while !raw.is_contended() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(5),
+                "waiter never went to sleep"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(5));
         // SAFETY: locked above.
-        unsafe { r2.unlock() };
-    });
-    // Wait until the other thread sleeps on the lock.
-    let t0 = Instant::now();
-    while !raw.is_contended() {
+        unsafe { raw.unlock_fair() };
+        if raw.try_lock() {
+            // An ordinary release (the waiter was not asleep): it has not had the lock.
+            assert!(!got.load(Ordering::SeqCst), "two threads held the lock");
+            // SAFETY: locked just above.
+            unsafe { raw.unlock() };
+            t.join().unwrap();
+            continue;
+        }
+        // Handed over: the holder's next acquisition waits for the waiter's release.
+        raw.lock();
         assert!(
-            t0.elapsed() < Duration::from_secs(5),
-            "waiter never went to sleep"
+            got.load(Ordering::SeqCst),
+            "unlock_fair let the releasing thread barge back in"
         );
-        std::thread::sleep(Duration::from_millis(1));
+        // SAFETY: locked just above.
+        unsafe { raw.unlock() };
+        t.join().unwrap();
+        handed = true;
+        break;
     }
-    // SAFETY: locked above.
-    unsafe { raw.unlock_fair() };
-    raw.lock();
     assert!(
-        got.load(Ordering::SeqCst),
-        "unlock_fair let the releasing thread barge back in"
+        handed,
+        "no fair unlock in 20 rounds handed the lock to its sleeper"
     );
-    // SAFETY: locked just above.
-    unsafe { raw.unlock() };
-    t.join().unwrap();
 }
 
 #[test]
