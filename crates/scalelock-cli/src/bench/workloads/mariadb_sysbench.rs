@@ -190,10 +190,13 @@ impl Shared {
             cmd.arg("--lib").arg(lib);
         }
         // The script's own report goes to our stderr: the side-by-side table and lockstat.
-        let out = cmd
-            .stdout(std::process::Stdio::inherit())
-            .status()
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+        let out = match cmd.stdout(std::process::Stdio::inherit()).status() {
+            Ok(out) => out,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                return Err(format!("cannot run {}: {e}", script.display()));
+            }
+        };
         let text = std::fs::read_to_string(&results_file).unwrap_or_default();
         let parsed = parse_results(&text, &hist_dir);
         // Everything the points need is in `parsed` now: the directory goes, whatever the
