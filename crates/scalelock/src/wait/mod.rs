@@ -11,6 +11,8 @@
 //!   process-shared spinlock word) or a mode that spins by definition.
 //! - `look` (crate-internal): a load of a lock word, timed to tell whether its cache line came
 //!   from another CPU ([`looks_are_timed`] says whether this build and CPU can).
+//! - `cadence` (crate-internal): how often this thread waits; a thread that waits seldom does
+//!   not yield.
 //! - `Waiter` (crate-internal): one wait of one thread for one lock. Every lock's contended path
 //!   asks it whether to spin once more and sleeps through it; it owns the spinner, the learning,
 //!   the deadline and the lockstat record of the wait.
@@ -18,6 +20,7 @@
 //! Locks compose these; none has its own spin loop, futex call or deadline check.
 
 mod awake;
+mod cadence;
 mod deadline;
 mod look;
 mod spin;

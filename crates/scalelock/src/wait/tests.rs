@@ -368,6 +368,90 @@ fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
 }
 
 #[test]
+fn a_wait_comes_seldom_after_none_or_after_more_cpu_time_per_wait_than_seldom_ns() {
+    use super::cadence::{seldom, SELDOM_NS};
+    // (the previous ask at, this one at, waits begun since, seldom)
+    let cases = [
+        (0, 5, 1, true),
+        (0, SELDOM_NS * 10, 100, true),
+        (1_000, 1_000, 1, false),
+        (1_000, 1_000 + SELDOM_NS, 1, false),
+        (1_000, 1_001 + SELDOM_NS, 1, true),
+        (1_000, 1_001 + SELDOM_NS, 0, true),
+        // The same CPU time shared among waits that ended within their spin.
+        (1_000, 1_001 + SELDOM_NS, 2, false),
+        (1_000, 1_001 + 3 * SELDOM_NS, 3, true),
+        // A reading older than the previous one: not seldom.
+        (5_000, 4_000, 1, false),
+    ];
+    for (previous, now, waits, want) in cases {
+        assert_eq!(
+            seldom(previous, now, waits),
+            want,
+            "{previous} -> {now}, {waits}"
+        );
+    }
+}
+
+// Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
+#[cfg(not(any(loom, miri)))]
+#[test]
+fn a_threads_first_wait_and_one_after_work_are_seldom_and_one_after_a_pause_is_not() {
+    use super::cadence::{thread_cpu_ns, wait_begins, waits_seldom, SELDOM_NS};
+    std::thread::spawn(|| {
+        assert!(waits_seldom(), "a thread's first wait");
+        assert!(!waits_seldom(), "a wait right after it");
+        // Off the CPU (asleep, preempted): no CPU time passes, the thread waits often still.
+        std::thread::sleep(Duration::from_nanos(3 * SELDOM_NS));
+        assert!(!waits_seldom(), "a wait after a pause");
+        // Work: CPU time passes (however much of the machine other tests take).
+        let cpu0 = thread_cpu_ns().unwrap();
+        let mut x = 0u64;
+        while thread_cpu_ns().unwrap() - cpu0 <= 2 * SELDOM_NS {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(waits_seldom(), "a wait after work");
+        // As much work, shared among a dozen waits that ended within their spin: often.
+        let cpu0 = thread_cpu_ns().unwrap();
+        while thread_cpu_ns().unwrap() - cpu0 <= 2 * SELDOM_NS {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        for _ in 0..12 {
+            wait_begins();
+        }
+        assert!(!waits_seldom(), "a wait after short waits");
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_waiter_whose_thread_waits_seldom_makes_no_yield_and_spins_its_budget_then_sleeps() {
+    let e = SpinEstimate::new();
+    // Barred from spinning, a waiter made yielding yields YIELDS times, unless its thread waits
+    // seldom.
+    assert_eq!(steps_until_sleep(SpinPolicy::Adaptive, false, true), YIELDS);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).thread_waits_seldom(true);
+    assert!(!w.spin_or_yield(false, true), "a seldom waiter yielded");
+    assert_eq!(w.yields_left(), 0);
+    // Let spin, it spins past its probe (no probe yield) until its budget is spent, and sleeps.
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).thread_waits_seldom(true);
+    while w.spin(true) {}
+    assert!(
+        w.spun_ns() >= super::spin::MIN_PROBE_NS,
+        "{} ns",
+        w.spun_ns()
+    );
+    assert_eq!(w.yields_left(), 0);
+    // Let yield during its wait (the rwlock's writer): none made.
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None)
+        .not_yielding()
+        .thread_waits_seldom(true);
+    w.yield_from_now_under(SpinPolicy::Adaptive);
+    assert!(!w.spin_or_yield(false, true), "a seldom writer yielded");
+}
+
+#[test]
 fn a_waiter_told_the_lock_keeps_being_retaken_stops_spinning_and_yields_then_sleeps() {
     let e = SpinEstimate::new();
     let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);

@@ -119,6 +119,22 @@
 //!   yield: they wait for a release that comes within a spin, and a yield there handed the CPU
 //!   to a reader that kept it for a time slice (the bench's `read-mostly`, `recursive-read`
 //!   and `rwlock-hammer` lost throughput and tail both when every writer yielded).
+//!   Yields are for threads that wait often (see `cadence`): at its first yield, a waiter asks
+//!   whether its thread has run for more than `SELDOM_NS` of CPU time per wait it began
+//!   lately; if so, it makes no yields, and spins its learned budget and sleeps as a waiter
+//!   that may not yield does. A yield can cost its waiter a round of the other threads
+//!   runnable on its CPU (Linux's EEVDF scheduler moves a yielder's deadline a time slice
+//!   later, behind the threads that had not run their slice yet) and saves, against a sleep,
+//!   the unlocker's futex wake and the waiter's wake-up. A thread that waits again and again
+//!   on a hot lock saves that on every wait, and its rounds are short: the other runnable
+//!   threads are mostly the lock's users and waiters, which soon yield, sleep, or take the
+//!   lock and leave it. A thread that waits seldom, between stretches of other work (a
+//!   server's thread, on a lock that most of its acquisitions find free), saves little, and
+//!   the threads it would yield to are working too, each for up to a whole time slice: the
+//!   round becomes its wait's latency, where a sleeper is woken by the release and placed by
+//!   the scheduler for the time it spent off its CPU, not behind everyone. CPU time, not
+//!   time: a thread that waits often but was preempted between two waits (threads outnumber
+//!   CPUs) has done no other work meanwhile. A wait that ends within its spin never asks.
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took.
 //! - `Fixed`: spin while the protocol allows it and the budget lasts, then sleep (no yields:
@@ -133,6 +149,7 @@
 //! know nothing of the waiter or of `stats` (the spinner and the look read the clock only to
 //! calibrate themselves).
 
+use super::cadence;
 use super::futex::{self, WaitOutcome};
 use super::look::{look, ticks_ns};
 use super::spin::{yield_cpu, DEADLINE_CHECK_EVERY, MIN_PROBE_NS};
@@ -254,6 +271,9 @@ pub(crate) struct Waiter<'a> {
     yielder: bool,
     /// Its protocol let it yield during the wait (see [`Waiter::yield_from_now`]), once.
     yields_granted: bool,
+    /// Whether this waiter's thread waits seldom (see [`cadence`]); asked at its first yield
+    /// (`None`: not yet).
+    seldom: Option<bool>,
     /// This waiter times its looks when it watches (see [`Waiter::watches`]): its lock's
     /// watch cycle says so (see `SpinEstimate::watch_turn`).
     watch: bool,
@@ -326,6 +346,15 @@ impl<'a> Waiter<'a> {
             Subject::Nobody,
         )
         .yielding_under(policy)
+        .thread_waits_seldom(false)
+    }
+
+    /// This waiter as one whose thread waits `seldom` or not (see [`cadence`]), instead of
+    /// asking at its first yield (tests only; a test's thread waits as the test runner lets it).
+    #[cfg(test)]
+    pub(crate) fn thread_waits_seldom(mut self, seldom: bool) -> Waiter<'a> {
+        self.seldom = Some(seldom);
+        self
     }
 
     /// This waiter as one not made yielding (as the rwlock's): it yields only once
@@ -346,6 +375,7 @@ impl<'a> Waiter<'a> {
         deadline: Option<&'a Deadline>,
         subject: Subject<'a>,
     ) -> Waiter<'a> {
+        cadence::wait_begins();
         Waiter {
             estimate,
             spinner: if polling {
@@ -372,6 +402,7 @@ impl<'a> Waiter<'a> {
             declined: false,
             yielder: false,
             yields_granted: false,
+            seldom: None,
             watch: true,
             rec: if matches!(subject, Subject::Nobody) {
                 stats::Recorder::none()
@@ -452,14 +483,17 @@ impl<'a> Waiter<'a> {
         if (self.unbounded || spin_ok) && self.retakes < RETAKES_FUTILE && self.in_time() {
             if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= self.probe_at {
                 self.probed = true;
-                self.yields -= 1;
-                if timed_yield() > QUICK_YIELD_NS {
-                    // Another thread wanted this CPU: spin only about as long as a spin that
-                    // paid took on this lock (twice the estimate, so that it can still grow),
-                    // not the margin an idle CPU affords; the rest of the wait is yields.
-                    self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
+                if self.may_yield() {
+                    self.yields -= 1;
+                    if timed_yield() > QUICK_YIELD_NS {
+                        // Another thread wanted this CPU: spin only about as long as a spin
+                        // that paid took on this lock (twice the estimate, so that it can still
+                        // grow), not the margin an idle CPU affords; the rest of the wait is
+                        // yields.
+                        self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
+                    }
+                    return true;
                 }
-                return true;
             }
             if self.spinner.spin() {
                 return true;
@@ -482,7 +516,7 @@ impl<'a> Waiter<'a> {
             self.yields = 0;
             self.dozing = true;
         }
-        if yield_ok && modelled && self.yields > 0 && !self.timed_out() {
+        if yield_ok && modelled && self.yields > 0 && !self.timed_out() && self.may_yield() {
             self.yields -= 1;
             if self.retakes >= RETAKES_FUTILE {
                 self.yielded(timed_yield());
@@ -492,6 +526,17 @@ impl<'a> Waiter<'a> {
             return true;
         }
         false
+    }
+
+    /// Whether this waiter, granted a yield, may make it: asks once, at its first yield,
+    /// whether its thread waits seldom (see [`cadence`]); one that does makes no yields.
+    #[inline]
+    fn may_yield(&mut self) -> bool {
+        let seldom = *self.seldom.get_or_insert_with(cadence::waits_seldom);
+        if seldom {
+            self.yields = 0;
+        }
+        !seldom
     }
 
     /// A yield made after this waiter's spinning was found futile took `took_ns`. One that came

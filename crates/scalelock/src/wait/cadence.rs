@@ -1,0 +1,115 @@
+//! How often this thread waits: asked by a [`Waiter`](super::Waiter) at its first yield, since
+//! a yield pays only for a thread that waits often (see the waiter's docs).
+//!
+//! ```text
+//!  a thread's CPU time ->   w: a wait begins (any lock);  x: a wait's first yield, where it
+//!                           asks;  ====: running (holding locks, working, spinning)
+//!  often:    x=w=w==w=x     the CPU time since the previous ask, per wait begun since
+//!                           (this one included), is at most SELDOM_NS: it yields
+//!  seldom:   x==========x   more than SELDOM_NS per wait (or the thread's first ask): no
+//!                           yields, it spins and sleeps
+//! ```
+//!
+//! The thread's own CPU time stands still while it sleeps or is preempted, so a thread that
+//! waits again and again keeps a short gap however long it sits in a run queue; and the gap is
+//! shared among all the waits it began, so that waits that end within their spin (and never
+//! ask) count as waits too. The CPU clock is a system call, so an ask reads it only where the
+//! monotonic clock (read in user space) says that more than `SELDOM_NS` has passed since it
+//! was last read: less time than that holds less CPU time, and the thread waits often. The
+//! gap then runs from that last reading, over the waits begun since. A wait that begins only
+//! counts itself.
+
+/// A thread that has run for longer than this (CPU time) per wait it began since it last
+/// asked, when a wait of its comes to its first yield, *waits seldom*: longer than a
+/// scheduler's time slice of other work, so that a yield of its would hand its CPU over for a
+/// round of threads that may be working whole slices too (see the waiter's docs).
+// Under loom and Miri no thread waits seldom: only the tests use these there.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const SELDOM_NS: u64 = 1_000_000;
+
+/// When, and at what CPU time, an ask of this thread last read its CPU clock.
+#[cfg(not(any(loom, miri)))]
+#[derive(Clone, Copy)]
+struct Reading {
+    /// The monotonic clock then (ns; 0: never).
+    at_ns: u64,
+    /// The thread's CPU time then (ns).
+    cpu_ns: u64,
+}
+
+#[cfg(not(any(loom, miri)))]
+std::thread_local! {
+    /// This thread's last reading (see [`waits_seldom`]).
+    static LAST_READ: core::cell::Cell<Reading> =
+        const { core::cell::Cell::new(Reading { at_ns: 0, cpu_ns: 0 }) };
+    /// Waits this thread began since its last reading.
+    static BEGUN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+}
+
+/// A wait of this thread begins (see the module docs). No clock is read. Does nothing under
+/// loom or Miri.
+#[inline]
+pub(crate) fn wait_begins() {
+    #[cfg(not(any(loom, miri)))]
+    let _ = BEGUN.try_with(|n| n.set(n.get().saturating_add(1)));
+}
+
+/// Whether this thread waits seldom: it has run for more than [`SELDOM_NS`] of CPU time per
+/// wait it began since its CPU clock was last read (see the module docs), or it was never read.
+/// Ask once per wait. Never under loom, whose models explore the yields, nor under Miri, which
+/// has no thread CPU clock.
+#[inline]
+pub(crate) fn waits_seldom() -> bool {
+    #[cfg(any(loom, miri))]
+    {
+        false
+    }
+    #[cfg(not(any(loom, miri)))]
+    {
+        // A thread's locals are being destroyed as it exits: it waits seldom then.
+        let Ok(last) = LAST_READ.try_with(core::cell::Cell::get) else {
+            return true;
+        };
+        let at_ns = super::now_ns();
+        if last.at_ns != 0 && at_ns.saturating_sub(last.at_ns) <= SELDOM_NS {
+            return false;
+        }
+        let Some(cpu_ns) = thread_cpu_ns() else {
+            return false;
+        };
+        let waits = BEGUN.try_with(|n| n.replace(0)).unwrap_or(0);
+        let _ = LAST_READ.try_with(|l| l.set(Reading { at_ns, cpu_ns }));
+        let previous_ns = if last.at_ns == 0 {
+            0
+        } else {
+            last.cpu_ns.max(1)
+        };
+        seldom(previous_ns, cpu_ns, waits)
+    }
+}
+
+/// This thread's CPU time in ns (`None` if the clock cannot be read; the thread is then taken
+/// to wait often, as without this module).
+#[cfg(not(any(loom, miri)))]
+#[inline]
+pub(crate) fn thread_cpu_ns() -> Option<u64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call, and
+    // CLOCK_THREAD_CPUTIME_ID names the calling thread's CPU-time clock, which needs nothing
+    // else; the call touches no other memory.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Whether a wait asking when its thread's CPU time is `now_ns` comes seldom after the
+/// thread's previous reading, at `previous_ns` (0: there was none), with `waits` waits begun
+/// since (this one among them; 0 counts as 1).
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+#[inline]
+pub(crate) fn seldom(previous_ns: u64, now_ns: u64, waits: u32) -> bool {
+    previous_ns == 0
+        || now_ns.saturating_sub(previous_ns) > SELDOM_NS.saturating_mul(u64::from(waits.max(1)))
+}
