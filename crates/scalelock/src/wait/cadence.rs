@@ -6,6 +6,7 @@
 //!                           asks;  ====: running (holding locks, working, spinning)
 //!  often:    x=w=w==w=x     the CPU time since the previous ask, per wait begun since
 //!                           (this one included), is at most SELDOM_NS: it yields
+//!                           (the previous ask: the last one that read the CPU clock)
 //!  seldom:   x==========x   more than SELDOM_NS per wait (or the thread's first ask): no
 //!                           yields, it spins and sleeps
 //! ```
@@ -16,11 +17,11 @@
 //! ask) count as waits too. The CPU clock is a system call, so an ask reads it only where the
 //! monotonic clock (read in user space) says that more than `SELDOM_NS` has passed since it
 //! was last read: less time than that holds less CPU time, and the thread waits often. The
-//! gap then runs from that last reading, over the waits begun since. A wait that begins only
-//! counts itself.
+//! gap then runs from that last reading, over the waits begun since. A wait's beginning only
+//! adds one to a count.
 
-/// A thread that has run for longer than this (CPU time) per wait it began since it last
-/// asked, when a wait of its comes to its first yield, *waits seldom*: longer than a
+/// A thread that has run for longer than this (CPU time) per wait it began since its CPU clock
+/// was last read, when a wait of its comes to its first yield, *waits seldom*: longer than a
 /// scheduler's time slice of other work, so that a yield of its would hand its CPU over for a
 /// round of threads that may be working whole slices too (see the waiter's docs).
 // Under loom and Miri no thread waits seldom: only the tests use these there.
