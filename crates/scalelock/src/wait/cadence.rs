@@ -7,8 +7,8 @@
 //!  often:    x=w=w==w=x     the CPU time since the previous ask, per wait begun since
 //!                           (this one included), is at most SELDOM_NS: it yields
 //!                           (the previous ask: the last one that read the CPU clock)
-//!  seldom:   x==========x   more than SELDOM_NS per wait (or the thread's first ask): no
-//!                           yields, it spins and sleeps
+//!  seldom:   x==========x   more than SELDOM_NS per wait: no yields, it spins and sleeps
+//!  first:    x              the thread's first ask only takes the first reading: often
 //! ```
 //!
 //! The thread's own CPU time stands still while it sleeps or is preempted, so a thread that
@@ -56,7 +56,10 @@ pub(crate) fn wait_begins() {
 }
 
 /// Whether this thread waits seldom: it has run for more than [`SELDOM_NS`] of CPU time per
-/// wait it began since its CPU clock was last read (see the module docs), or it was never read.
+/// wait it began since its CPU clock was last read (see the module docs). A thread's first ask
+/// only takes the first reading and says "often": nothing is known yet, so its wait yields as
+/// every wait did before the rule (a first ask that said "seldom" turned threads that start
+/// together on a contended rwlock into sleepers, which cost the bench's `read-write` cells).
 /// Ask once per wait. Never under loom, whose models explore the yields, nor under Miri, which
 /// has no thread CPU clock.
 #[inline]
@@ -106,11 +109,11 @@ pub(crate) fn thread_cpu_ns() -> Option<u64> {
 }
 
 /// Whether a wait asking when its thread's CPU time is `now_ns` comes seldom after the
-/// thread's previous reading, at `previous_ns` (0: there was none), with `waits` waits begun
+/// thread's previous reading, at `previous_ns` (0: there was none: often), with `waits` waits begun
 /// since (this one among them; 0 counts as 1).
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 #[inline]
 pub(crate) fn seldom(previous_ns: u64, now_ns: u64, waits: u32) -> bool {
-    previous_ns == 0
-        || now_ns.saturating_sub(previous_ns) > SELDOM_NS.saturating_mul(u64::from(waits.max(1)))
+    previous_ns != 0
+        && now_ns.saturating_sub(previous_ns) > SELDOM_NS.saturating_mul(u64::from(waits.max(1)))
 }
