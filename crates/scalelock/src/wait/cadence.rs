@@ -6,9 +6,10 @@
 //!                           asks;  ====: running (holding locks, working, spinning)
 //!  often:    x=w=w==w=x     the CPU time since the previous ask, per wait begun since
 //!                           (this one included), is at most SELDOM_NS: it yields
-//!                           (the previous ask: the last one that read the CPU clock)
+//!                           (the previous ask: the last one that read the CPU clock;
+//!                           before the thread's first ask, the thread's start, where
+//!                           its CPU clock starts from 0)
 //!  seldom:   x==========x   more than SELDOM_NS per wait: no yields, it spins and sleeps
-//!  first:    x              the thread's first ask only takes the first reading: often
 //! ```
 //!
 //! The thread's own CPU time stands still while it sleeps or is preempted, so a thread that
@@ -43,7 +44,7 @@ std::thread_local! {
     /// This thread's last reading (see [`waits_seldom`]).
     static LAST_READ: core::cell::Cell<Reading> =
         const { core::cell::Cell::new(Reading { at_ns: 0, cpu_ns: 0 }) };
-    /// Waits this thread began since its last reading.
+    /// Waits this thread began since its last reading (or its start).
     static BEGUN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
 }
 
@@ -56,10 +57,10 @@ pub(crate) fn wait_begins() {
 }
 
 /// Whether this thread waits seldom: it has run for more than [`SELDOM_NS`] of CPU time per
-/// wait it began since its CPU clock was last read (see the module docs). A thread's first ask
-/// only takes the first reading and says "often": nothing is known yet, so its wait yields as
-/// every wait did before the rule (a first ask that said "seldom" turned threads that start
-/// together on a contended rwlock into sleepers, which cost the bench's `read-write` cells).
+/// wait it began since its CPU clock was last read, or since it started (see the module docs):
+/// a thread that contends as soon as it starts waits often (when a first ask said "seldom",
+/// threads that start together on a contended rwlock became sleepers, which cost the bench's
+/// `read-write` cells), one that starts with a stretch of other work does not.
 /// Ask once per wait. Never under loom, whose models explore the yields, nor under Miri, which
 /// has no thread CPU clock.
 #[inline]
@@ -83,12 +84,8 @@ pub(crate) fn waits_seldom() -> bool {
         };
         let waits = BEGUN.try_with(|n| n.replace(0)).unwrap_or(0);
         let _ = LAST_READ.try_with(|l| l.set(Reading { at_ns, cpu_ns }));
-        let previous_ns = if last.at_ns == 0 {
-            0
-        } else {
-            last.cpu_ns.max(1)
-        };
-        seldom(previous_ns, cpu_ns, waits)
+        // Never read: `last.cpu_ns` is 0, the thread's CPU time at its start.
+        seldom(last.cpu_ns, cpu_ns, waits)
     }
 }
 
@@ -109,11 +106,10 @@ pub(crate) fn thread_cpu_ns() -> Option<u64> {
 }
 
 /// Whether a wait asking when its thread's CPU time is `now_ns` comes seldom after the
-/// thread's previous reading, at `previous_ns` (0: there was none: often), with `waits` waits begun
-/// since (this one among them; 0 counts as 1).
+/// thread's previous reading, at `previous_ns` (0: the thread's start), with `waits` waits
+/// begun since (this one among them; 0 counts as 1).
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 #[inline]
 pub(crate) fn seldom(previous_ns: u64, now_ns: u64, waits: u32) -> bool {
-    previous_ns != 0
-        && now_ns.saturating_sub(previous_ns) > SELDOM_NS.saturating_mul(u64::from(waits.max(1)))
+    now_ns.saturating_sub(previous_ns) > SELDOM_NS.saturating_mul(u64::from(waits.max(1)))
 }

@@ -368,13 +368,15 @@ fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
 }
 
 #[test]
-fn a_wait_comes_seldom_after_more_cpu_time_per_wait_than_seldom_ns_and_never_first() {
+fn a_wait_comes_seldom_after_more_cpu_time_per_wait_than_seldom_ns() {
     use super::cadence::{seldom, SELDOM_NS};
     // (the previous ask at, this one at, waits begun since, seldom)
     let cases = [
-        // No previous reading: the thread's first ask.
+        // No previous reading: CPU time since the thread's start.
         (0, 5, 1, false),
-        (0, SELDOM_NS * 10, 1, false),
+        (0, SELDOM_NS, 1, false),
+        (0, SELDOM_NS * 10, 1, true),
+        (0, SELDOM_NS * 10, 100, false),
         (1_000, 1_000, 1, false),
         (1_000, 1_000 + SELDOM_NS, 1, false),
         (1_000, 1_001 + SELDOM_NS, 1, true),
@@ -397,7 +399,7 @@ fn a_wait_comes_seldom_after_more_cpu_time_per_wait_than_seldom_ns_and_never_fir
 // Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
 #[cfg(not(any(loom, miri)))]
 #[test]
-fn a_wait_after_work_is_seldom_and_a_threads_first_one_or_one_after_a_pause_is_not() {
+fn a_wait_after_work_is_seldom_and_one_at_a_threads_start_or_after_a_pause_is_not() {
     use super::cadence::{thread_cpu_ns, wait_begins, waits_seldom, SELDOM_NS};
     std::thread::spawn(|| {
         assert!(!waits_seldom(), "a thread's first wait");
@@ -421,6 +423,16 @@ fn a_wait_after_work_is_seldom_and_a_threads_first_one_or_one_after_a_pause_is_n
             wait_begins();
         }
         assert!(!waits_seldom(), "a wait after short waits");
+    })
+    .join()
+    .unwrap();
+    // A thread that works before its first wait: the first ask counts from its start.
+    std::thread::spawn(|| {
+        let mut x = 0u64;
+        while thread_cpu_ns().unwrap() <= 2 * SELDOM_NS {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        assert!(waits_seldom(), "a first wait after work");
     })
     .join()
     .unwrap();
