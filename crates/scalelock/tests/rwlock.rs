@@ -128,6 +128,16 @@ fn plain_read_reentered_while_a_writer_waits_panics_in_debug_builds() {
     drop(outer);
 }
 
+/// `n` threads that each take a read lock and return the value they read.
+fn spawn_readers(lock: &Arc<RwLock<i32>>, n: usize) -> Vec<thread::JoinHandle<i32>> {
+    (0..n)
+        .map(|_| {
+            let l = lock.clone();
+            thread::spawn(move || *l.read())
+        })
+        .collect()
+}
+
 // Two tests, not one: with a writer waiting as well, a reader that had not yet parked when
 // the lock was downgraded (a 20 ms sleep does not guarantee it parked: under Miri's clock it
 // often has not) may rightly queue behind that writer, which waits for the downgraded read
@@ -140,12 +150,7 @@ fn downgrade_admits_waiting_readers() {
         || {
             let lock = Arc::new(RwLock::new(0));
             let mut w = lock.write();
-            let readers: Vec<_> = (0..8)
-                .map(|_| {
-                    let l = lock.clone();
-                    thread::spawn(move || *l.read())
-                })
-                .collect();
+            let readers = spawn_readers(&lock, 8);
             thread::sleep(Duration::from_millis(20));
             *w = 1;
             let r = RwLockWriteGuard::downgrade(w);
@@ -167,12 +172,7 @@ fn downgrade_lets_no_writer_in_between() {
         || {
             let lock = Arc::new(RwLock::new(0));
             let mut w = lock.write();
-            let readers: Vec<_> = (0..8)
-                .map(|_| {
-                    let l = lock.clone();
-                    thread::spawn(move || *l.read())
-                })
-                .collect();
+            let readers = spawn_readers(&lock, 8);
             let l2 = lock.clone();
             let writer = thread::spawn(move || *l2.write() = 100);
             thread::sleep(Duration::from_millis(20));
