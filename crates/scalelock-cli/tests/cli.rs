@@ -392,6 +392,7 @@ fn isolate_measures_every_run_in_a_process_of_its_own_and_says_so() {
             assert!(k.get("process").is_none(), "{r}");
         }
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
