@@ -4,7 +4,7 @@
 //! scalelock bench [--workload W,..] [--locks L,..] [--threads 1,2,4,..] [--duration-ms N]
 //!                 [--repeat N] [--isolate] [--metric M,..] [--json FILE] [--csv FILE]
 //!                 [--markdown FILE] [--report DIR] [--quick]
-//! scalelock bench --compare A.json B.json [--metric M,..]
+//! scalelock bench --compare A.json[,A2.json..] B.json[,B2.json..] [--metric M,..]
 //! scalelock profile [--top N] [--sort wait|count|max|hold] [--json FILE] [--stacks N] -- CMD ARGS..
 //! scalelock run --lock KIND [--spin POLICY] -- CMD ARGS..
 //! ```
@@ -129,8 +129,9 @@ struct BenchArgs {
     quick: bool,
     /// Compare two `--json` results instead of measuring: B ÷ A per cell, with spread, and
     /// how many cells got better, worse or stayed undecided (throughput, or the figures
-    /// --metric names).
-    #[arg(long, num_args = 2, value_names = ["A.json", "B.json"],
+    /// --metric names). Either side may be several files, comma-separated, whose runs are
+    /// pooled per cell.
+    #[arg(long, num_args = 2, value_names = ["A.json[,..]", "B.json[,..]"],
           conflicts_with_all = ["workloads", "locks", "threads", "duration_ms", "repeat", "isolate",
                                 "json", "csv", "markdown", "quick"])]
     compare: Option<Vec<PathBuf>>,
@@ -218,7 +219,11 @@ fn main() -> ExitCode {
         Command::Bench(a) => {
             if let Some(files) = &a.compare {
                 let metrics = a.metrics.clone().unwrap_or_default();
-                return match bench::compare::run(&files[0], &files[1], &metrics) {
+                let (a_files, b_files) = (
+                    bench::compare::side_files(&files[0]),
+                    bench::compare::side_files(&files[1]),
+                );
+                return match bench::compare::run(&a_files, &b_files, &metrics) {
                     Ok(()) => ExitCode::SUCCESS,
                     Err(e) => {
                         eprintln!("scalelock bench --compare: error: {e}");

@@ -568,6 +568,17 @@ fn compare_reports_each_common_cell_and_a_summary() {
         "{stdout}"
     );
 
+    // Several files a side, comma-separated: their runs are pooled per cell.
+    let both = format!("{},{}", a.display(), b.display());
+    let out = scalelock(&["bench", "--compare", &both, b.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("A = {}, {}", a.display(), b.display())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("cells in common:"), "{stdout}");
+
     let (_, other) = tiny(
         &dir,
         "other",
@@ -576,6 +587,7 @@ fn compare_reports_each_common_cell_and_a_summary() {
     let missing = dir.join("missing.json");
     let bad = dir.join("bad.json");
     std::fs::write(&bad, "not json").unwrap();
+    let missing_in_list = format!("{},{}", a.display(), missing.display());
     for (args, message) in [
         (
             vec![a.to_str().unwrap(), missing.to_str().unwrap()],
@@ -585,6 +597,7 @@ fn compare_reports_each_common_cell_and_a_summary() {
             vec![a.to_str().unwrap(), bad.to_str().unwrap()],
             "is not a JSON file",
         ),
+        (vec![&missing_in_list, a.to_str().unwrap()], "cannot read"),
         (
             vec![a.to_str().unwrap(), other.to_str().unwrap()],
             "no cell (workload, case, lock, threads) in common",

@@ -16,12 +16,18 @@
 //! p99, p99.9 or largest sample), not the figure of all runs' samples together that the
 //! bench's table shows: one run's outlier would be the whole cell's maximum. Cells that took
 //! no latency samples are left out.
+//!
+//! Either side may be several files, comma-separated (`--compare A1.json,A2.json B1.json`):
+//! repeats of one build run at different times, which on a machine whose speed drifts between
+//! phases say more than any one file. A side's cell then pools the runs of every file that has
+//! it, and its figure is the median of them all; its verdict against the best other lock is
+//! the files' verdict where they agree and `mixed` where they do not.
 
 use super::output::Metric;
 use super::stats::{Ratio, Spread, Standing};
 use serde_json::Value;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// One cell of a results file.
 #[derive(Clone, Debug, PartialEq)]
@@ -80,6 +86,67 @@ pub fn load(path: &Path, metric: Metric) -> Result<Vec<Cell>, String> {
             path.display()
         )
     })
+}
+
+/// The files one side of `--compare` names: `arg` itself where such a file exists (a path
+/// may contain a comma), else the comma-separated paths in it (empty pieces skipped).
+pub fn side_files(arg: &Path) -> Vec<PathBuf> {
+    if arg.exists() {
+        return vec![arg.to_path_buf()];
+    }
+    use std::os::unix::ffi::OsStrExt;
+    let files: Vec<PathBuf> = arg
+        .as_os_str()
+        .as_bytes()
+        .split(|&b| b == b',')
+        .filter(|p| !p.is_empty())
+        .map(|p| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
+        .collect();
+    if files.is_empty() {
+        vec![arg.to_path_buf()]
+    } else {
+        files
+    }
+}
+
+/// Reads the cells of one side's files whose figure is `metric`, pooled when there are
+/// several (see [`pool`]).
+pub fn load_side(files: &[PathBuf], metric: Metric) -> Result<Vec<Cell>, String> {
+    match files {
+        [] => Err("no results file given".into()),
+        [one] => load(one, metric),
+        _ => Ok(pool(
+            files
+                .iter()
+                .map(|f| load(f, metric))
+                .collect::<Result<Vec<_>, _>>()?,
+        )),
+    }
+}
+
+/// The cells of several files as one side: a cell's runs are those of every file that has
+/// it, its figure their median; its verdict is the files' where they agree, else `mixed`, and
+/// its standing the files' where they agree, else none.
+pub fn pool(files: Vec<Vec<Cell>>) -> Vec<Cell> {
+    let mut out: Vec<Cell> = Vec::new();
+    for cell in files.into_iter().flatten() {
+        match out.iter_mut().find(|c| c.key() == cell.key()) {
+            None => out.push(cell),
+            Some(c) => {
+                c.runs.extend_from_slice(&cell.runs);
+                if c.verdict != cell.verdict {
+                    c.verdict = Some("mixed".into());
+                }
+                if c.standing != cell.standing {
+                    c.standing = None;
+                }
+            }
+        }
+    }
+    for c in &mut out {
+        c.median = Spread::of(&c.runs).median;
+    }
+    out
 }
 
 /// The latency figure `metric` names, in a `latency_ns` object.
@@ -430,22 +497,23 @@ pub fn compare(
 }
 
 /// `--compare A B [--metric M,..]`: prints one comparison per metric (throughput alone by
-/// default).
-pub fn run(a: &Path, b: &Path, metrics: &[Metric]) -> Result<(), String> {
+/// default). Each side is one results file or several, pooled (see [`pool`]).
+pub fn run(a: &[PathBuf], b: &[PathBuf], metrics: &[Metric]) -> Result<(), String> {
     let metrics = if metrics.is_empty() {
         &[Metric::Ops][..]
     } else {
         metrics
     };
+    let name = |files: &[PathBuf]| {
+        files
+            .iter()
+            .map(|f| f.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     for (k, &m) in metrics.iter().enumerate() {
-        let (ca, cb) = (load(a, m)?, load(b, m)?);
-        let (text, _) = compare(
-            &ca,
-            &cb,
-            &a.display().to_string(),
-            &b.display().to_string(),
-            m,
-        )?;
+        let (ca, cb) = (load_side(a, m)?, load_side(b, m)?);
+        let (text, _) = compare(&ca, &cb, &name(a), &name(b), m)?;
         if k > 0 {
             println!();
         }
@@ -499,6 +567,63 @@ mod tests {
             })
             .collect();
         json!({ "machine": {}, "results": results })
+    }
+
+    #[test]
+    fn a_side_of_several_files_pools_their_runs() {
+        let one = ops(&file(&[
+            ("scalelock", 200.0, &[190.0, 200.0, 210.0]),
+            ("std", 100.0, &[100.0]),
+        ]));
+        let two = ops(&file(&[
+            ("scalelock", 90.0, &[80.0, 90.0, 100.0]),
+            ("spin", 50.0, &[50.0]),
+        ]));
+        let three = ops(&file(&[("scalelock", 300.0, &[300.0])]));
+        let pooled = pool(vec![one.clone(), two, three]);
+        assert_eq!(pooled.len(), 3, "{pooled:?}");
+        let ours = pooled.iter().find(|c| c.series == "scalelock").unwrap();
+        assert_eq!(ours.runs.len(), 7);
+        // The median of all seven runs: 80 90 100 190 200 210 300.
+        assert_eq!(ours.median, 190.0);
+        // Ahead (2.00) in the first file, behind (0.90) in the second: mixed.
+        assert_eq!(ours.verdict.as_deref(), Some("mixed"));
+        assert_eq!(ours.standing, None);
+        // A cell of one file only keeps its runs.
+        let std = pooled.iter().find(|c| c.series == "std").unwrap();
+        assert_eq!((std.runs.clone(), std.median), (vec![100.0], 100.0));
+        // Files that agree keep their verdict.
+        let agreed = pool(vec![one.clone(), one.clone()]);
+        let ours = agreed.iter().find(|c| c.series == "scalelock").unwrap();
+        assert_eq!(ours.verdict.as_deref(), Some("ahead"));
+        assert!(ours.standing.is_some());
+        // One file is read as it is.
+        let dir = std::env::temp_dir().join(format!("scalelock-pool-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (a, b) = (dir.join("a.json"), dir.join("b.json"));
+        std::fs::write(
+            &a,
+            file(&[("scalelock", 200.0, &[190.0, 200.0, 210.0])]).to_string(),
+        )
+        .unwrap();
+        std::fs::write(&b, file(&[("scalelock", 90.0, &[80.0, 90.0])]).to_string()).unwrap();
+        assert_eq!(
+            load_side(std::slice::from_ref(&a), Metric::Ops).unwrap()[0].median,
+            200.0
+        );
+        let both = load_side(&[a.clone(), b.clone()], Metric::Ops).unwrap();
+        assert_eq!((both[0].runs.len(), both[0].median), (5, 190.0));
+        assert!(load_side(&[], Metric::Ops).is_err());
+        assert!(
+            load_side(&[a.clone(), dir.join("missing.json")], Metric::Ops)
+                .unwrap_err()
+                .contains("cannot read")
+        );
+        // A side names an existing file, or several separated by commas.
+        assert_eq!(side_files(&a), vec![a.clone()]);
+        let list = format!("{},{},", a.display(), b.display());
+        assert_eq!(side_files(Path::new(&list)), [a.clone(), b.clone()]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
