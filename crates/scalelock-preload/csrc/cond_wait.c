@@ -65,7 +65,10 @@ void scalelock_cond_wait_cancelled(void *w);
  * Returns 0 on a wake-up, else the futex's errno (ETIMEDOUT, EAGAIN, EINTR). */
 static int sleep_cancellable(struct scalelock_wait *w)
 {
-    int err = 0;
+    /* volatile: pthread_cleanup_push sets a jump point, and the compiler cannot tell that a
+     * cancellation, which jumps back to it, runs the handler and goes on unwinding without ever
+     * reading err; without it, GCC warns that err might be clobbered (-Wclobbered). */
+    volatile int err = 0;
     int oldtype;
     pthread_cleanup_push(scalelock_cond_wait_cancelled, w);
     /* Switching to asynchronous acts on a cancellation that is already pending. */
