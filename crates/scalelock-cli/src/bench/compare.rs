@@ -19,7 +19,8 @@
 //!
 //! Either side may be several files, comma-separated (`--compare A1.json,A2.json B1.json`):
 //! repeats of one build run at different times, which on a machine whose speed drifts between
-//! phases say more than any one file. A side's cell then pools the runs of every file that has
+//! phases say more than any one file (run the two sides' files alternately, so that both
+//! sides sample the same phases). A side's cell then pools the runs of every file that has
 //! it, and its figure is the median of them all; its verdict against the best other lock is
 //! the files' verdict where they agree and `mixed` where they do not.
 
