@@ -89,6 +89,41 @@ impl<'a> Group<'a> {
         )
     }
 
+    /// The largest acquisition latency of `series` over the lowest of the other locks' at
+    /// `threads` (lower is better; a tail within 1.2x the best other's is the bar the bench
+    /// holds ours to): the ratio of the medians of the runs' own maxima, with the spread of the
+    /// ratios of their paired runs (run `k` of both ran in the same round, so a phase of the
+    /// machine that stretches every lock's tail cancels out). The lowest other is chosen by
+    /// that median among the records that took latency samples. `None` where `series` took
+    /// none, or no other did.
+    pub fn max_ratio(
+        &self,
+        ours: &str,
+        series: &str,
+        threads: usize,
+    ) -> Option<(Ratio, &'a Record)> {
+        let maxima = |r: &Record| -> Vec<f64> {
+            if r.runs.is_empty() {
+                vec![r.latency_ns.max as f64]
+            } else {
+                r.runs.iter().map(|k| k.latency_ns.max as f64).collect()
+            }
+        };
+        let median = |r: &Record| Spread::of(&maxima(r)).median;
+        let sampled = |r: &&Record| r.latency_samples > 0 && median(r) > 0.0;
+        let own = self.get(series, threads).filter(sampled)?;
+        let lowest = self
+            .others(ours, threads)
+            .filter(sampled)
+            .min_by(|a, b| median(a).total_cmp(&median(b)))?;
+        let ratio = Ratio::new(
+            median(own),
+            median(lowest),
+            maxima(own).into_iter().zip(maxima(lowest)),
+        )?;
+        Some((ratio, lowest))
+    }
+
     /// Speed of `series` over the best other at `threads`, counting only the runs on `lines`
     /// (see [`Lines`]; `split`: from [`line_split_ns`]): the median speed of those runs of each
     /// series, the best other chosen among them. `None` where `series`, or every other series,

@@ -73,19 +73,26 @@ pub struct WorkloadInfo {
 }
 
 /// Fills the `ratio_to_best_other` (median), `ratio_min`, `ratio_max`, `ratio_undecided` and
-/// `best_other` params of every record of the workload's own series; where the runs' cache-line
+/// `best_other` params of every record of the workload's own series, and where latencies were
+/// sampled `max_ratio_to_lowest_other`, `max_ratio_min`, `max_ratio_max` and
+/// `lowest_max_other` (see [`Group::max_ratio`]); where the runs' cache-line
 /// round trips differ, also `line_split_ns` and the ratios over the runs on either side of it,
 /// `ratio_cheap_lines` and `ratio_dear_lines` (see [`Group::ratio_on`]), where both sides have
 /// runs.
 pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
     let split = line_split_ns(records);
     let mut ratios = Vec::new();
+    let mut max_ratios = Vec::new();
     for g in groups(records) {
         let Some(info) = workloads.iter().find(|w| w.name == g.workload) else {
             continue;
         };
         for s in g.own_series(&info.ours) {
             for t in g.threads() {
+                if let Some((ratio, lowest)) = g.max_ratio(&info.ours, s, t) {
+                    let key = (g.workload.to_string(), g.case.map(str::to_string));
+                    max_ratios.push((key, s.to_string(), t, ratio, lowest.series.clone()));
+                }
                 if let (Some(ratio), Some(best)) =
                     (g.ratio(&info.ours, s, t), g.best_other(&info.ours, t))
                 {
@@ -95,6 +102,21 @@ pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
                     ratios.push((key, s.to_string(), t, ratio, best.series.clone(), on));
                 }
             }
+        }
+    }
+    for ((w, c), s, t, ratio, lowest) in max_ratios {
+        if let Some(r) = records
+            .iter_mut()
+            .find(|r| r.workload == w && r.case == c && r.threads == t && r.series == s)
+        {
+            let p = &mut r.params;
+            p.insert(
+                "max_ratio_to_lowest_other".into(),
+                serde_json::json!(ratio.median),
+            );
+            p.insert("max_ratio_min".into(), serde_json::json!(ratio.min));
+            p.insert("max_ratio_max".into(), serde_json::json!(ratio.max));
+            p.insert("lowest_max_other".into(), serde_json::json!(lowest));
         }
     }
     for ((w, c), s, t, ratio, best, on) in ratios {
@@ -223,6 +245,13 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
             "One run per point: no spread, nothing can be called undecided (--repeat N).\n",
         );
     }
+    if metrics.contains(&Metric::Max) {
+        out.push_str(
+            "`÷ lowest other` under `max`: ours over the lowest other lock's largest latency,\n\
+             medians of the runs' own maxima, with the range of the per-round ratios (lower is\n\
+             better).\n",
+        );
+    }
     let split = line_split_ns(&run.results);
     if let Some(ns) = split {
         let _ = writeln!(
@@ -258,7 +287,7 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
         let width = series
             .iter()
             .map(|s| label(s).len())
-            .chain(own_or_missing(&g, ours).iter().map(|s| s.len() + 14))
+            .chain(own_or_missing(&g, ours).iter().map(|s| s.len() + 16))
             .max()
             .unwrap_or(0)
             .max(16);
@@ -335,6 +364,9 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
                 if i == 0 {
                     ratio_rows(&mut out, &g, ours, &threads, width, split);
                 }
+                if *m == Metric::Max {
+                    max_ratio_rows(&mut out, &g, ours, &threads, width);
+                }
             }
             out.push_str(&super::memory::table_rows(&g, width));
         }
@@ -381,6 +413,37 @@ fn ratio_rows(
             }
             out.push('\n');
         }
+    }
+}
+
+/// Under the `max` block: per own series, its largest latency over the lowest other's (see
+/// [`Group::max_ratio`]; lower is better), and the spread of the per-round ratios.
+fn max_ratio_rows(out: &mut String, g: &Group<'_>, ours: &str, threads: &[usize], width: usize) {
+    for own in own_or_missing(g, ours) {
+        let ratios: Vec<Option<Ratio>> = threads
+            .iter()
+            .map(|&t| g.max_ratio(ours, own, t).map(|(r, _)| r))
+            .collect();
+        if ratios.iter().all(Option::is_none) {
+            continue;
+        }
+        let _ = write!(out, "  {:<width$}", format!("{own} ÷ lowest other"));
+        for r in &ratios {
+            let cell = r
+                .as_ref()
+                .map_or("-".into(), |r| format!("{:.2}", r.median));
+            let _ = write!(out, " {cell:>CELL$}");
+        }
+        out.push('\n');
+        if ratios.iter().flatten().all(|r| r.pairs <= 1) {
+            continue;
+        }
+        let _ = write!(out, "  {:<width$}", "  spread");
+        for r in &ratios {
+            let cell = r.as_ref().map_or("-".into(), Ratio::range);
+            let _ = write!(out, " {cell:>CELL$}");
+        }
+        out.push('\n');
     }
 }
 
@@ -843,6 +906,72 @@ pub(crate) mod tests {
                 ("scalelock".to_string(), Some(0.75))
             ]
         );
+    }
+
+    /// `record_runs` at 8 threads whose runs' largest latencies are `maxima` (ns).
+    fn record_maxima(series: &str, maxima: &[u64]) -> Record {
+        let mut r = record_runs("w", None, series, 8, &vec![100.0; maxima.len()]);
+        for (k, &m) in r.runs.iter_mut().zip(maxima) {
+            k.latency_ns.max = m;
+        }
+        r
+    }
+
+    /// Ours: medians of the runs' maxima 300; std 300; spin 150, the lowest.
+    fn maxima() -> Vec<Record> {
+        vec![
+            record_maxima("scalelock", &[300, 200, 900]),
+            record_maxima("std", &[100, 400, 300]),
+            record_maxima("spin", &[150, 100, 1000]),
+        ]
+    }
+
+    #[test]
+    fn max_ratio_is_over_the_lowest_other_and_pairs_runs_of_the_same_round() {
+        let rs = maxima();
+        let g = &groups(&rs)[0];
+        let (r, lowest) = g.max_ratio("scalelock", "scalelock", 8).unwrap();
+        assert_eq!(lowest.series, "spin");
+        assert_eq!(r.median, 2.0);
+        // Per round: 300/150, 200/100, 900/1000.
+        assert_eq!((r.min, r.max, r.pairs), (0.9, 2.0, 3));
+        assert!(g.max_ratio("scalelock", "scalelock", 2).is_none());
+        // A lock that took no latency samples is never the lowest; ours without any has no
+        // ratio.
+        let mut rs = maxima();
+        rs[2].latency_samples = 0;
+        let g = &groups(&rs)[0];
+        let (r, lowest) = g.max_ratio("scalelock", "scalelock", 8).unwrap();
+        assert_eq!((lowest.series.as_str(), r.median), ("std", 1.0));
+        let mut rs = maxima();
+        rs[0].latency_samples = 0;
+        assert!(groups(&rs)[0]
+            .max_ratio("scalelock", "scalelock", 8)
+            .is_none());
+    }
+
+    #[test]
+    fn the_max_ratio_is_in_the_table_under_max_and_in_the_json() {
+        let mut r = run(maxima());
+        let t = table(&r, &[Metric::Ops, Metric::Max]);
+        assert!(t.contains("scalelock ÷ lowest other"), "{t}");
+        let row = t
+            .lines()
+            .find(|l| l.contains("scalelock ÷ lowest other"))
+            .unwrap();
+        assert!(row.contains("2.00"), "{t}");
+        assert!(t.contains("0.90–2.00"), "{t}");
+        assert!(!table(&r, &[Metric::Ops]).contains("lowest other"));
+        let infos = r.workloads.clone();
+        annotate_ratios(&mut r.results, &infos);
+        let p = &r.results[0].params;
+        assert_eq!(p["max_ratio_to_lowest_other"], serde_json::json!(2.0));
+        assert_eq!(p["max_ratio_min"], serde_json::json!(0.9));
+        assert_eq!(p["max_ratio_max"], serde_json::json!(2.0));
+        assert_eq!(p["lowest_max_other"], serde_json::json!("spin"));
+        assert!(!r.results[1]
+            .params
+            .contains_key("max_ratio_to_lowest_other"));
     }
 
     /// `record_runs`, each run with the cache-line round trip given beside its throughput.
