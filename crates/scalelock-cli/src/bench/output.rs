@@ -80,70 +80,56 @@ pub struct WorkloadInfo {
 /// `ratio_cheap_lines` and `ratio_dear_lines` (see [`Group::ratio_on`]), where both sides have
 /// runs.
 pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
+    use serde_json::json;
     let split = line_split_ns(records);
-    let mut ratios = Vec::new();
-    let mut max_ratios = Vec::new();
+    // Per record of our series (workload, case, series, threads): the params it gets.
+    let mut found = Vec::new();
     for g in groups(records) {
         let Some(info) = workloads.iter().find(|w| w.name == g.workload) else {
             continue;
         };
-        for s in g.own_series(&info.ours) {
+        let ours = info.ours.as_str();
+        for s in g.own_series(ours) {
             for t in g.threads() {
-                if let Some((ratio, lowest)) = g.max_ratio(&info.ours, s, t) {
-                    let key = (g.workload.to_string(), g.case.map(str::to_string));
-                    max_ratios.push((key, s.to_string(), t, ratio, lowest.series.clone()));
-                }
-                if let (Some(ratio), Some(best)) =
-                    (g.ratio(&info.ours, s, t), g.best_other(&info.ours, t))
-                {
-                    let key = (g.workload.to_string(), g.case.map(str::to_string));
-                    let on = split
-                        .map(|ns| Lines::BOTH.map(|lines| g.ratio_on(&info.ours, s, t, lines, ns)));
-                    ratios.push((key, s.to_string(), t, ratio, best.series.clone(), on));
-                }
-            }
-        }
-    }
-    for ((w, c), s, t, ratio, lowest) in max_ratios {
-        if let Some(r) = records
-            .iter_mut()
-            .find(|r| r.workload == w && r.case == c && r.threads == t && r.series == s)
-        {
-            let p = &mut r.params;
-            p.insert(
-                "max_ratio_to_lowest_other".into(),
-                serde_json::json!(ratio.median),
-            );
-            p.insert("max_ratio_min".into(), serde_json::json!(ratio.min));
-            p.insert("max_ratio_max".into(), serde_json::json!(ratio.max));
-            p.insert("lowest_max_other".into(), serde_json::json!(lowest));
-        }
-    }
-    for ((w, c), s, t, ratio, best, on) in ratios {
-        if let Some(r) = records
-            .iter_mut()
-            .find(|r| r.workload == w && r.case == c && r.threads == t && r.series == s)
-        {
-            let p = &mut r.params;
-            p.insert(
-                "ratio_to_best_other".into(),
-                serde_json::json!(ratio.median),
-            );
-            p.insert("ratio_min".into(), serde_json::json!(ratio.min));
-            p.insert("ratio_max".into(), serde_json::json!(ratio.max));
-            p.insert(
-                "ratio_undecided".into(),
-                serde_json::json!(ratio.undecided()),
-            );
-            p.insert("best_other".into(), serde_json::json!(best));
-            if let (Some(ns), Some(on)) = (split, on) {
-                p.insert("line_split_ns".into(), serde_json::json!(ns));
-                for (lines, ratio) in Lines::BOTH.into_iter().zip(on) {
-                    if let Some(v) = ratio {
-                        p.insert(lines.param().into(), serde_json::json!(v));
+                let mut params: Vec<(String, serde_json::Value)> = Vec::new();
+                if let (Some(ratio), Some(best)) = (g.ratio(ours, s, t), g.best_other(ours, t)) {
+                    params.extend([
+                        ("ratio_to_best_other".into(), json!(ratio.median)),
+                        ("ratio_min".into(), json!(ratio.min)),
+                        ("ratio_max".into(), json!(ratio.max)),
+                        ("ratio_undecided".into(), json!(ratio.undecided())),
+                        ("best_other".into(), json!(best.series)),
+                    ]);
+                    if let Some(ns) = split {
+                        params.push(("line_split_ns".into(), json!(ns)));
+                        for lines in Lines::BOTH {
+                            if let Some(v) = g.ratio_on(ours, s, t, lines, ns) {
+                                params.push((lines.param().into(), json!(v)));
+                            }
+                        }
                     }
                 }
+                if let Some((ratio, lowest)) = g.max_ratio(ours, s, t) {
+                    params.extend([
+                        ("max_ratio_to_lowest_other".into(), json!(ratio.median)),
+                        ("max_ratio_min".into(), json!(ratio.min)),
+                        ("max_ratio_max".into(), json!(ratio.max)),
+                        ("lowest_max_other".into(), json!(lowest.series)),
+                    ]);
+                }
+                if !params.is_empty() {
+                    let case = g.case.map(str::to_string);
+                    found.push((g.workload.to_string(), case, s.to_string(), t, params));
+                }
             }
+        }
+    }
+    for (w, c, s, t, params) in found {
+        if let Some(r) = records
+            .iter_mut()
+            .find(|r| r.workload == w && r.case == c && r.threads == t && r.series == s)
+        {
+            r.params.extend(params);
         }
     }
 }
@@ -390,22 +376,9 @@ fn ratio_rows(
 ) {
     for own in own_or_missing(g, ours) {
         let ratios: Vec<Option<Ratio>> = threads.iter().map(|&t| g.ratio(ours, own, t)).collect();
-        let _ = write!(out, "  {:<width$}", format!("{own} ÷ best other"));
-        for r in &ratios {
-            let cell = r.as_ref().map_or("-".into(), Ratio::cell);
-            let _ = write!(out, " {cell:>CELL$}");
-        }
-        out.push('\n');
-        if ratios.iter().flatten().all(|r| r.pairs <= 1) {
-            // One run: nothing to spread.
+        if !ratio_and_spread_rows(out, &format!("{own} ÷ best other"), &ratios, width) {
             continue;
         }
-        let _ = write!(out, "  {:<width$}", "  spread");
-        for r in &ratios {
-            let cell = r.as_ref().map_or("-".into(), Ratio::range);
-            let _ = write!(out, " {cell:>CELL$}");
-        }
-        out.push('\n');
         for (lines, cells) in g.rows_on_lines(ours, own, threads, split) {
             let _ = write!(out, "  {:<width$}", format!("  {}", lines.label()));
             for cell in cells {
@@ -417,34 +390,46 @@ fn ratio_rows(
 }
 
 /// Under the `max` block: per own series, its largest latency over the lowest other's (see
-/// [`Group::max_ratio`]; lower is better), and the spread of the per-round ratios.
+/// [`Group::max_ratio`]; lower is better, `?` when the per-round ratios leave it open), and
+/// the spread of the per-round ratios.
 fn max_ratio_rows(out: &mut String, g: &Group<'_>, ours: &str, threads: &[usize], width: usize) {
     for own in own_or_missing(g, ours) {
         let ratios: Vec<Option<Ratio>> = threads
             .iter()
             .map(|&t| g.max_ratio(ours, own, t).map(|(r, _)| r))
             .collect();
-        if ratios.iter().all(Option::is_none) {
-            continue;
+        if ratios.iter().any(Option::is_some) {
+            ratio_and_spread_rows(out, &format!("{own} ÷ lowest other"), &ratios, width);
         }
-        let _ = write!(out, "  {:<width$}", format!("{own} ÷ lowest other"));
-        for r in &ratios {
-            let cell = r
-                .as_ref()
-                .map_or("-".into(), |r| format!("{:.2}", r.median));
-            let _ = write!(out, " {cell:>CELL$}");
-        }
-        out.push('\n');
-        if ratios.iter().flatten().all(|r| r.pairs <= 1) {
-            continue;
-        }
-        let _ = write!(out, "  {:<width$}", "  spread");
-        for r in &ratios {
-            let cell = r.as_ref().map_or("-".into(), Ratio::range);
-            let _ = write!(out, " {cell:>CELL$}");
-        }
-        out.push('\n');
     }
+}
+
+/// A ratio row (`label`, then per thread count the median ratio, `?` when undecided, or `-`)
+/// and, where some cell paired more than one run, the row of their spreads. Returns whether
+/// the spread row was written.
+fn ratio_and_spread_rows(
+    out: &mut String,
+    label: &str,
+    ratios: &[Option<Ratio>],
+    width: usize,
+) -> bool {
+    let _ = write!(out, "  {label:<width$}");
+    for r in ratios {
+        let cell = r.as_ref().map_or("-".into(), Ratio::cell);
+        let _ = write!(out, " {cell:>CELL$}");
+    }
+    out.push('\n');
+    if ratios.iter().flatten().all(|r| r.pairs <= 1) {
+        // One run: nothing to spread.
+        return false;
+    }
+    let _ = write!(out, "  {:<width$}", "  spread");
+    for r in ratios {
+        let cell = r.as_ref().map_or("-".into(), Ratio::range);
+        let _ = write!(out, " {cell:>CELL$}");
+    }
+    out.push('\n');
+    true
 }
 
 /// How a workload's own series fared against the best other, over all its cases and thread
