@@ -90,10 +90,9 @@ impl<'a> Group<'a> {
     }
 
     /// The largest acquisition latency of `series` over the lowest of the other locks' at
-    /// `threads` (lower is better; a tail within 1.2x the best other's is the bar the bench
-    /// holds ours to): the ratio of the medians of the runs' own maxima, with the spread of the
-    /// ratios of their paired runs (run `k` of both ran in the same round, so a phase of the
-    /// machine that stretches every lock's tail cancels out). The lowest other is chosen by
+    /// `threads` (lower is better): the ratio of the medians of the runs' own maxima, with the
+    /// spread of the ratios of their paired runs (run `k` of both ran in the same round, so a
+    /// phase of the machine that stretches every lock's tail cancels out). The lowest other is chosen by
     /// that median among the records that took latency samples. `None` where `series` took
     /// none, or no other did.
     pub fn max_ratio(
