@@ -174,10 +174,16 @@ pub(crate) const QUICK_YIELD_NS: u64 = 2_000;
 pub(crate) const PROBE_FACTOR: u32 = 4;
 
 /// Looks at which the lock had been released and re-taken by other threads since this waiter's
-/// previous look (see [`Waiter::look`]) after which its spinning is futile: one, since a look
-/// that finds the lock's line written elsewhere and the lock held again has already cost the
-/// threads using it a cache-line transfer, and another would cost them one more.
-pub(crate) const RETAKES_FUTILE: u32 = 1;
+/// previous look (see [`Waiter::look`]) after which its spinning is futile: two. One such look
+/// does not tell a lock re-taken at once from one whose users leave it free between holds: a
+/// release is missed whenever the lock's free gap falls between two of the waiter's looks
+/// (a backoff step, a yield, a clock read), and a waiter that then stopped spinning went on
+/// to yields and, where a yield ran nobody, to a sleep, which left the lock to one CPU and
+/// halved what a lock with work between its holds gets done. A lock re-taken at once is seen
+/// re-taken again at the next look; that second look costs its threads one more cache-line
+/// transfer, once per wait, and such a lock's waits are few (its threads keep it on one CPU
+/// while the waiters doze).
+pub(crate) const RETAKES_FUTILE: u32 = 2;
 
 /// A catch test (see the module docs) polls for the lock's release for up to this many
 /// round trips of its line, then leaves the lock alone as long again before it looks: a lock
