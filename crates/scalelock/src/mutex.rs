@@ -330,8 +330,9 @@ impl RawMutex {
             // (a yielder costs the holder nothing and keeps the unlock path free of wake-ups),
             // but not in starvation mode, which bounds what it barges ahead of.
             if w.spin_or_yield(s & (CONTENDED | STARVING) == 0, s & STARVING == 0) {
-                // A look that finds the lock re-taken since the last one tells the waiter that
-                // spinning does not catch this lock (see Waiter::look).
+                // Looks that find the lock re-taken since the previous one (a few in one wait,
+                // see RETAKES_FUTILE) tell the waiter that spinning does not catch this lock
+                // (see Waiter::look).
                 s = w.look(&self.state, |s| s & LOCKED != 0);
                 // A free lock released on a far CPU is left to that CPU's threads (see
                 // Waiter::declined): doze, then look again.

@@ -62,10 +62,10 @@
 //!   lock; a wait that ends so is no verdict, and the lock's watch cycle moves on, so most of
 //!   the waits of a lock whose tests keep passing read its word plainly, as waiters do on
 //!   locks where looks find nothing. Until then, and on a failed test, the look counts as a
-//!   re-take (the waiter stops spinning, and its wait restarts the watch cycle), though it
-//!   returns the last value the test read, which the slow path takes if it is free, as it
-//!   would any value it reads. Where the score is 0, one re-take look in
-//!   [`CATCH_TEST_EVERY`] is tested (a coin from the look's clock reading), so a lock whose
+//!   re-take (the [`RETAKES_FUTILE`]th stops the waiter's spinning, and its wait restarts
+//!   the watch cycle), though it returns the last value the test read, which the slow path
+//!   takes if it is free, as it would any value it reads. Where the score is 0, one re-take
+//!   look in [`CATCH_TEST_EVERY`] is tested (a coin from the look's clock reading), so a lock whose
 //!   users change their ways is found out. The test must not take a lock that its users
 //!   re-take at once: on such a lock a waiter's read often lands between a release and the
 //!   next acquisition, so half its tests may pass; were those waits to end as no verdict,
