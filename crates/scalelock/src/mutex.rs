@@ -6,21 +6,20 @@
 //! `lock` is one compare-exchange (`0 -> LOCKED`), an uncontended `unlock` another
 //! (`LOCKED -> 0`); the unlock makes a system call only when a thread may be asleep.
 //!
-//! A thread that finds the lock held spins (calibrated, with backoff; the budget comes from the
-//! process-wide [`SpinPolicy`](crate::wait::SpinPolicy) and the lock's learned estimate) as long as
-//! nobody sleeps on the lock, yields its CPU a few times (also while others sleep: a yielder
-//! costs the holder nothing, where every sleeper costs an unlock a futex wake; and when threads
-//! outnumber CPUs, the wait layer cuts the spin short and waits by yielding), then sets
-//! `CONTENDED` and sleeps on the futex. `unlock` of a
-//! `CONTENDED` lock releases it and wakes one sleeper. Releasing (rather than handing over) lets a
-//! running thread take the lock at once, which is what keeps throughput up when threads outnumber
-//! cores; the price is unfairness, which is bounded: a sleeper that has slept longer than
-//! [`STARVATION_NS`] (1 ms) sets `STARVING` and sleeps again in the futex's *starving class*
-//! (see `futex::wait_outcome_in`). From then on newcomers neither spin nor take the lock but
-//! queue on the futex, and `unlock` *hands the lock over*: it keeps `LOCKED`, sets `HANDOFF`,
-//! and wakes the oldest sleeper of the starving class, which takes ownership and ends
-//! starvation mode. If no starving thread sleeps (it is on its way back, or gave up), `unlock`
-//! takes the hand-off back and releases as usual.
+//! A thread that finds the lock held spins (calibrated, re-reading the word in short steps; the
+//! budget comes from the process-wide [`SpinPolicy`](crate::wait::SpinPolicy) and the lock's
+//! learned estimate) as long as nobody sleeps on the lock, yields its CPU a few times (also while
+//! others sleep: a yielder costs the holder nothing, where every sleeper costs an unlock a futex
+//! wake; and when threads outnumber CPUs, the wait layer cuts the spin short and waits by
+//! yielding), then sets `CONTENDED` and sleeps on the futex. `unlock` of a `CONTENDED` lock
+//! releases it and wakes one sleeper. Releasing (rather than handing over) lets a running thread
+//! take the lock at once, which is what keeps throughput up when threads outnumber cores; the price
+//! is unfairness, which is bounded: a sleeper that has slept longer than [`STARVATION_NS`] (1 ms)
+//! sets `STARVING` and sleeps again in the futex's *starving class* (see `futex::wait_outcome_in`).
+//! From then on newcomers neither spin nor take the lock but queue on the futex, and `unlock`
+//! *hands the lock over*: it keeps `LOCKED`, sets `HANDOFF`, and wakes the oldest sleeper of the
+//! starving class, which takes ownership and ends starvation mode. If no starving thread sleeps (it
+//! is on its way back, or gave up), `unlock` takes the hand-off back and releases as usual.
 //!
 //! Two things make the bound hold when threads outnumber CPUs, where wake-ups are slow:
 //! - *The class* makes the hand-off reach the thread that starved. The kernel's queue is FIFO,
@@ -284,7 +283,13 @@ impl RawMutex {
     /// `lock_after_wake`). Returns false only if `deadline` passed first.
     #[cold]
     fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
-        let mut w = Waiter::new(&self.spin, deadline, Subject::Held(self)).yielding();
+        // The waiter polls in short steps (see Spinner::polling): while the lock is held it
+        // only reads the word, which costs the holder nothing until the holder writes it, and
+        // it writes the word only once it has read it free (or to announce a sleep). Backoff
+        // steps, which keep waiters off a word they keep writing, would let a short hold's
+        // release pass unseen whenever the releaser's next acquisition follows within a step:
+        // the bench's mutex-short lost throughput that way.
+        let mut w = Waiter::polling(&self.spin, deadline, Subject::Held(self)).yielding();
         let mut starving = false;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {

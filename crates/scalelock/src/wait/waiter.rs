@@ -298,7 +298,9 @@ impl<'a> Waiter<'a> {
         Waiter::with_spinner(estimate, estimate.budget(), false, deadline, subject)
     }
 
-    /// A waiter that only reads the word it waits on: short steps (see [`Spinner::polling`]).
+    /// A waiter that only reads the word it waits on while it spins (it may write the word
+    /// once it has read a value it can act on, as the mutex's waiter takes a lock it read
+    /// free): short steps (see [`Spinner::polling`]).
     #[inline]
     pub(crate) fn polling(
         estimate: &'a SpinEstimate,
