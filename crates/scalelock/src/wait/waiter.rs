@@ -177,7 +177,7 @@ pub(crate) const PROBE_FACTOR: u32 = 4;
 /// previous look (see [`Waiter::look`]) after which its spinning is futile: two. One such look
 /// does not tell a lock re-taken at once from one whose users leave it free between holds: a
 /// release is missed whenever the lock's free gap falls between two of the waiter's looks
-/// (a backoff step, a yield, a clock read), and a waiter that then stopped spinning went on
+/// (a spin step, a yield, a clock read), and a waiter that then stopped spinning went on
 /// to yields and, where a yield ran nobody, to a sleep, which left the lock to one CPU while
 /// the work between its holds could have run in parallel. A lock re-taken at once is seen
 /// re-taken again at the next look; that second look costs its threads one more cache-line
