@@ -5,7 +5,13 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn scalelock(args: &[&str]) -> Output {
+    scalelock_in(std::path::Path::new("."), args)
+}
+
+/// [`scalelock`], run in the folder `dir`.
+fn scalelock_in(dir: &std::path::Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_scalelock"))
+        .current_dir(dir)
         .args(args)
         .env_remove("SCALELOCK_SPIN")
         .output()
@@ -62,6 +68,56 @@ fn sections_with_svg(html: &str) -> Vec<(String, bool)> {
             (name, s.contains("<svg"))
         })
         .collect()
+}
+
+/// `git rev-parse HEAD` of this source tree, or `None` where git cannot tell (no checkout).
+fn source_head() -> Option<String> {
+    Command::new("git")
+        .arg("-C")
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .args(["rev-parse", "HEAD"])
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+#[test]
+fn a_results_file_names_the_commit_the_binary_was_built_from_wherever_it_runs() {
+    // Run from a folder outside the checkout: the commit must still be the source tree's.
+    let dir = scratch("commit");
+    let json = dir.join("r.json");
+    let out = scalelock_in(
+        &dir,
+        &[
+            "bench",
+            "--workload",
+            "mutex-short",
+            "--threads",
+            "1",
+            "--locks",
+            "scalelock",
+            "--repeat",
+            "1",
+            "--duration-ms",
+            "5",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "stderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let recorded = v["config"]["commit"].as_str().expect("config.commit");
+    match source_head() {
+        Some(head) => assert_eq!(recorded.trim_end_matches("-dirty"), head, "{recorded}"),
+        None => assert_eq!(recorded, "unknown"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -39,30 +39,12 @@ pub fn load_average() -> Option<f64> {
         .ok()
 }
 
-/// The commit of the working directory's git checkout (`git rev-parse HEAD`, `-dirty` appended
-/// when tracked files have changes), or `unknown` where git or a checkout is missing.
+/// The commit this binary was built from: `git rev-parse HEAD` of its source tree at build time,
+/// `-dirty` appended when the sources it was built from differed from that commit, or `unknown`
+/// where it was built outside a git checkout (see the crate's build script). It names the code
+/// a results file measured, whichever directory the bench runs in.
 pub fn commit() -> String {
-    let git = |args: &[&str]| {
-        std::process::Command::new("git")
-            .args(args)
-            .stderr(std::process::Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    };
-    match git(&["rev-parse", "HEAD"]) {
-        Some(head) if !head.is_empty() => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
-            if dirty {
-                format!("{head}-dirty")
-            } else {
-                head
-            }
-        }
-        _ => "unknown".to_string(),
-    }
+    env!("SCALELOCK_BUILD_COMMIT").to_string()
 }
 
 /// `t` as `YYYY-MM-DD HH:MM UTC`.

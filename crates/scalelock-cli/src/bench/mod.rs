@@ -383,7 +383,7 @@ fn measure_run(
 /// Runs the bench: measures, prints the table, writes JSON / CSV / markdown / report.
 pub fn run(opts: &Options) -> Result<(), Error> {
     let started = std::time::SystemTime::now();
-    // Before measuring: the commit of the tree the run started from, whatever changes during it.
+    // The commit this binary was built from: the code the run measures.
     let commit = machine::commit();
     let selected = select(opts).map_err(Error::Usage)?;
     let repeat = opts.repeat.unwrap_or(DEFAULT_REPEAT);

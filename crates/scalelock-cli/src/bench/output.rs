@@ -46,8 +46,9 @@ pub struct Config {
     pub load_average: [Option<f64>; 2],
     /// The command line, as typed (arguments quoted where needed).
     pub command: String,
-    /// `git rev-parse HEAD` of the working directory (with `-dirty` when it has changes), or
-    /// `unknown`.
+    /// The commit the `scalelock` binary was built from (`git rev-parse HEAD` of its source
+    /// tree, with `-dirty` when its sources had changes), or `unknown` (built outside a git
+    /// checkout).
     pub commit: String,
     /// When the run started, UTC (`2026-12-01 15:42 UTC`).
     pub date: String,
