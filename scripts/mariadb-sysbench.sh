@@ -3,10 +3,11 @@
 #
 # Starts a private MariaDB (own datadir from mariadb-install-db, unix socket in a temp directory,
 # no TCP at all), prepares sysbench's oltp tables, runs oltp_read_only and oltp_read_write at
-# several thread counts once with plain glibc and once with LD_PRELOAD=libscalelock_preload.so,
-# and prints tps, p95 and max latency and errors side by side, then (with --lockstat) the top
-# of scalelock's lockstat table. The server is stopped and the temp directory removed at the
-# end, also on failure or Ctrl-C. It installs nothing.
+# several thread counts once with plain glibc and once with LD_PRELOAD=libscalelock_preload.so
+# (which server goes first alternates from point to point, and every run waits until both
+# servers are idle), and prints tps, p95 and max latency and errors side by side, then (with
+# --lockstat) the top of scalelock's lockstat table. The server is stopped and the temp
+# directory removed at the end, also on failure or Ctrl-C. It installs nothing.
 #
 #   scripts/mariadb-sysbench.sh [--quick] [--threads "1 2 4 8"] [--time SECONDS]
 #                               [--locks "glibc scalelock"] [--lib PATH] [--results FILE]
@@ -49,7 +50,7 @@ while [ $# -gt 0 ]; do
         --results) results="$2"; shift ;;
         --histograms) histograms="$2"; shift ;;
         --lockstat) lockstat=1 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
         *) echo "mariadb-sysbench: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -197,9 +198,40 @@ run_one() {
     fi
 }
 
+# cpu_ticks PID: the process's user + system CPU time so far, in clock ticks (0 once it is gone).
+cpu_ticks() {
+    local stat f
+    stat="$(cat "/proc/$1/stat" 2>/dev/null)" || { echo 0; return; }
+    # The fields after the command name (which may hold spaces): utime and stime are the 12th
+    # and 13th of them.
+    read -r -a f <<<"${stat##*) }"
+    echo $((f[11] + f[12]))
+}
+
+# settle: waits until no server is busy (each used less than a tenth of a CPU over half a
+# second), for 60 s at most. A server goes on working for seconds after a run (InnoDB purges
+# and flushes after oltp_read_write), and the next run, on the other server, shared the
+# machine with that work: the server that ran first at a point measured ahead of the other,
+# whichever lock it had.
+settle() {
+    local quiet=$(( $(getconf CLK_TCK) / 20 )) lock busy
+    local -A before=()
+    for _ in $(seq 1 120); do
+        for lock in $locks; do before[$lock]="$(cpu_ticks "${server_pid[$lock]}")"; done
+        sleep 0.5
+        busy=0
+        for lock in $locks; do
+            if (( $(cpu_ticks "${server_pid[$lock]}") - ${before[$lock]} > quiet )); then busy=1; fi
+        done
+        if [ "$busy" = 0 ]; then return 0; fi
+    done
+    echo "mariadb-sysbench: a server was still busy after 60 s; measuring anyway" >&2
+}
+
 # Prepare the tables once, then give every lock its own copy of the same datadir, and run both
-# servers side by side: runs alternate between them point by point, so that the load of a shared
-# machine drifting over time hits both alike.
+# servers side by side: runs alternate between them point by point, each on a settled machine
+# (see settle), and the server that runs first alternates from point to point (the first lock
+# of --locks at the first point), so that load drifting on a shared machine hits both alike.
 server_pid[prep]=""
 mv "$tmp/data-first" "$tmp/data-prep"
 start_server prep
@@ -217,15 +249,22 @@ done
 rm -rf "$tmp/data-prep"
 echo "   servers: $(for l in $locks; do printf '%s (pid %s) ' "$l" "${server_pid[$l]}"; done)"
 
+point=0
 for w in oltp_read_only oltp_read_write; do
     for lock in $locks; do
         # A short warm-up so every server starts from a warm buffer pool.
         sb "$lock" "$w" --threads=2 --time=1 run >/dev/null 2>&1 || true
     done
     for t in $threads; do
+        order=()
         for lock in $locks; do
+            if (( point % 2 )); then order=("$lock" "${order[@]}"); else order+=("$lock"); fi
+        done
+        for lock in "${order[@]}"; do
+            settle
             run_one "$lock" "$w" "$t"
         done
+        point=$((point + 1))
     done
 done
 for lock in $locks; do

@@ -5,7 +5,8 @@
 //! holds up (and what it changes) inside one. The workload runs `scripts/mariadb-sysbench.sh`
 //! once for all its points: it starts one private MariaDB per lock on unix sockets in a temp
 //! directory (own datadirs, no TCP), prepares the sysbench tables once, and alternates the runs
-//! between the servers point by point, so that load drifting on a shared machine hits both alike;
+//! between the servers point by point, each run once both servers are idle, and which server
+//! runs first from point to point, so that load drifting on a shared machine hits both alike;
 //! odd rounds of `--repeat` start each point with the other server.
 //!
 //! Not part of the default sweep (it needs the Debian packages `mariadb-server` and `sysbench`
@@ -171,10 +172,13 @@ impl Shared {
         if self.quick {
             cmd.arg("--quick");
         }
-        // The script runs the servers one after the other at each point, and the one that runs
-        // second has taken more CPU per transaction than the first, whichever lock it had (perf
-        // record of both orders): odd rounds swap the order, so that with an even --repeat
-        // each lock runs first as often as second.
+        // The script runs the servers one after the other at each point, and the one that ran
+        // second took more CPU per transaction than the first, whichever lock it had (perf
+        // record of both orders; the first server's background work after its run shared the
+        // machine with the second's run). The script now waits for both servers to be idle
+        // before each run and alternates the order from point to point; odd rounds also swap
+        // it, so that with an even --repeat each lock runs first at every point as often as
+        // second.
         let mut order = self.locks.clone();
         if round % 2 == 1 {
             order.reverse();
