@@ -175,10 +175,9 @@ impl Shared {
         // The script runs the servers one after the other at each point, and the one that ran
         // second took more CPU per transaction than the first, whichever lock it had (perf
         // record of both orders; the first server's background work after its run shared the
-        // machine with the second's run). The script now waits for both servers to be idle
-        // before each run and alternates the order from point to point; odd rounds also swap
-        // it, so that with an even --repeat each lock runs first at every point as often as
-        // second.
+        // machine with the second's run). The script waits for both servers to be idle before
+        // each run and alternates the order from point to point; odd rounds also swap it, so
+        // that with an even --repeat each lock runs first at every point as often as second.
         let mut order = self.locks.clone();
         if round % 2 == 1 {
             order.reverse();
