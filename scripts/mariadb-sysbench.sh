@@ -50,7 +50,7 @@ while [ $# -gt 0 ]; do
         --results) results="$2"; shift ;;
         --histograms) histograms="$2"; shift ;;
         --lockstat) lockstat=1 ;;
-        -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
         *) echo "mariadb-sysbench: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
