@@ -106,8 +106,8 @@ struct BenchArgs {
     /// cache line lands, how threads are placed) instead of sharing one process's draw.
     #[arg(long)]
     isolate: bool,
-    /// Figures the table shows per cell, comma-separated: ops, cpu, p99, p999, max (default:
-    /// all). With --compare: the figures compared, one table each (default: ops).
+    /// Figures the table shows per cell, comma-separated: ops, cpu, p99, p999, max, stall
+    /// (default: all). With --compare: the figures compared, one table each (default: ops).
     #[arg(long = "metric", alias = "metrics", value_delimiter = ',', value_name = "M,..",
           value_parser = parse_metric)]
     metrics: Option<Vec<bench::output::Metric>>,
@@ -315,9 +315,10 @@ mod tests {
             .unwrap_err()
             .contains("not a repeat count"));
         assert!(parse_metric("p999").is_ok());
+        assert!(parse_metric("stall").is_ok());
         assert!(parse_metric("p42")
             .unwrap_err()
-            .contains("ops, cpu, p99, p999, max"));
+            .contains("ops, cpu, p99, p999, max, stall"));
     }
 
     #[test]

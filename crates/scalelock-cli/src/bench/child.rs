@@ -238,6 +238,7 @@ fn to_json(m: &Measurement) -> Value {
         "cpu_ns": m.cpu.as_nanos() as u64,
         "thread_cpu_ns": m.thread_cpu.iter().map(|d| d.as_nanos() as u64).collect::<Vec<_>>(),
         "latency": latency,
+        "thread_stall_ns": m.thread_stall.iter().map(|d| d.as_nanos() as u64).collect::<Vec<_>>(),
         "extra": extra,
         "pid": std::process::id(),
     })
@@ -282,6 +283,10 @@ fn from_json(v: &Value) -> Result<Measurement, String> {
             .map(Duration::from_nanos)
             .collect(),
         latency,
+        thread_stall: u64s("thread_stall_ns")?
+            .into_iter()
+            .map(Duration::from_nanos)
+            .collect(),
         extra,
         process: v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()),
     })
@@ -304,6 +309,7 @@ mod tests {
             cpu: Duration::from_millis(35),
             thread_cpu: vec![Duration::from_millis(17), Duration::from_millis(18)],
             latency,
+            thread_stall: vec![Duration::from_millis(3), Duration::from_micros(40)],
             extra: vec![("peak_rss_mib", json!(12.5))],
             process: None,
         };
@@ -315,6 +321,7 @@ mod tests {
         assert_eq!((back.ops_all, back.tally), (9, 2));
         assert_eq!((back.elapsed, back.cpu), (m.elapsed, m.cpu));
         assert_eq!(back.thread_cpu, m.thread_cpu);
+        assert_eq!(back.thread_stall, m.thread_stall);
         assert_eq!(back.latency.len(), 8);
         assert_eq!(
             back.latency.value_at_quantile(0.5),

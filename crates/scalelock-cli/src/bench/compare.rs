@@ -156,6 +156,7 @@ fn latency_key(metric: Metric) -> Option<&'static str> {
         Metric::P99 => Some("p99"),
         Metric::P999 => Some("p999"),
         Metric::Max => Some("max"),
+        Metric::Stall => Some("stall"),
         Metric::Ops | Metric::Cpu => None,
     }
 }
@@ -382,6 +383,7 @@ fn figure_name(metric: Metric) -> &'static str {
         Metric::Max => {
             "largest acquisition latency, median of the runs' own maxima (lower is better)"
         }
+        Metric::Stall => "longest stall, median of the runs' own (lower is better)",
     }
 }
 

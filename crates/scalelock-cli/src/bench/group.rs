@@ -2,7 +2,7 @@
 //! other lock: what the table, the markdown, the report and the memory rows all read.
 
 use super::locks;
-use super::stats::{Ratio, Record, Spread};
+use super::stats::{Latency, Ratio, Record, Spread};
 
 /// Records of one (workload, case): one table block, one row of plots.
 pub struct Group<'a> {
@@ -89,26 +89,20 @@ impl<'a> Group<'a> {
         )
     }
 
-    /// The largest acquisition latency of `series` over the lowest of the other locks' at
-    /// `threads` (lower is better): the ratio of the medians of the runs' own maxima, with the
-    /// spread of the ratios of their paired runs (run `k` of both ran in the same round, so a
-    /// phase of the machine that stretches every lock's tail cancels out). The lowest other is chosen by
-    /// that median among the records that took latency samples. `None` where `series` took
-    /// none, or no other did.
-    pub fn max_ratio(
+    /// The `tail` figure of `series` over the lowest of the other locks' at `threads` (lower is
+    /// better): the ratio of the medians of the runs' own figures, with the spread of the
+    /// ratios of their paired runs (run `k` of both ran in the same round, so a phase of the
+    /// machine that stretches every lock's tail cancels out). The lowest other is chosen by that
+    /// median among the records that took latency samples. `None` where `series` took none, or
+    /// no other did.
+    pub fn tail_ratio(
         &self,
         ours: &str,
         series: &str,
         threads: usize,
+        tail: Tail,
     ) -> Option<(Ratio, &'a Record)> {
-        let maxima = |r: &Record| -> Vec<f64> {
-            if r.runs.is_empty() {
-                vec![r.latency_ns.max as f64]
-            } else {
-                r.runs.iter().map(|k| k.latency_ns.max as f64).collect()
-            }
-        };
-        let median = |r: &Record| Spread::of(&maxima(r)).median;
+        let median = |r: &Record| Spread::of(&run_tails(r, tail)).median;
         let sampled = |r: &&Record| r.latency_samples > 0 && median(r) > 0.0;
         let own = self.get(series, threads).filter(sampled)?;
         let lowest = self
@@ -118,7 +112,9 @@ impl<'a> Group<'a> {
         let ratio = Ratio::new(
             median(own),
             median(lowest),
-            maxima(own).into_iter().zip(maxima(lowest)),
+            run_tails(own, tail)
+                .into_iter()
+                .zip(run_tails(lowest, tail)),
         )?;
         Some((ratio, lowest))
     }
@@ -202,6 +198,38 @@ impl<'a> Group<'a> {
         self.series()
             .into_iter()
             .filter(|s| is_own(ours, s))
+            .collect()
+    }
+}
+
+/// A figure of a run's tail, lower being better, that [`Group::tail_ratio`] compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tail {
+    /// The largest sampled acquisition latency (`latency_ns.max`).
+    Max,
+    /// The longest stall (`latency_ns.stall`, see `harness::stall`).
+    Stall,
+}
+
+impl Tail {
+    /// This figure of `l`, in ns.
+    pub fn of(self, l: &Latency) -> u64 {
+        match self {
+            Tail::Max => l.max,
+            Tail::Stall => l.stall,
+        }
+    }
+}
+
+/// The `tail` figure of each run of `r` in ns (of `r` itself where it kept no runs): what its
+/// cells and ratios take the median and spread of.
+pub fn run_tails(r: &Record, tail: Tail) -> Vec<f64> {
+    if r.runs.is_empty() {
+        vec![tail.of(&r.latency_ns) as f64]
+    } else {
+        r.runs
+            .iter()
+            .map(|k| tail.of(&k.latency_ns) as f64)
             .collect()
     }
 }

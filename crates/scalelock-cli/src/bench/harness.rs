@@ -13,7 +13,10 @@
 //! `trial.sample_every` (a randomised countdown, so sampling cannot lock into a periodic pattern
 //! of the workload), with the monotonic clock (vDSO, ~20 ns), into its own HDR histogram; the
 //! histograms are merged at the end. Workloads choose `sample_every` with [`sample_every_for`] so
-//! the clock's cost stays around 1% of an operation.
+//! the clock's cost stays around 1% of an operation. The times of a thread's sampled
+//! acquisitions inside the window also give its longest *stall* (see [`stall`]): a bound on
+//! its longest wait that, unlike the samples, also sees waits that had not ended when the
+//! window did.
 
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
@@ -51,6 +54,10 @@ pub struct Measurement {
     pub thread_cpu: Vec<Duration>,
     /// Sampled acquisition latencies in nanoseconds (measured window only).
     pub latency: Histogram<u64>,
+    /// Per thread that samples its acquisitions (a workload may leave some threads out, as
+    /// `reader-tail` its writers), the longest stretch of the measured window in which it made
+    /// no sampled acquisition (see [`stall`]); empty where no thread samples.
+    pub thread_stall: Vec<Duration>,
     /// Workload-specific figures of this measurement (e.g. system time, peak RSS), written into
     /// the JSON record's `params` under these names.
     pub extra: Vec<(&'static str, serde_json::Value)>,
@@ -79,6 +86,50 @@ pub struct Worker<'a> {
     sample_every: u32,
     phase: &'a AtomicU8,
     latency: Histogram<u64>,
+    progress: Progress,
+}
+
+/// When a thread made sampled acquisitions inside the measured window: the first, the last,
+/// and the longest time between two in a row.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    /// The thread samples its acquisitions: its first call of [`Worker::sample`] was made.
+    sampling: bool,
+    first: Option<Instant>,
+    last: Option<Instant>,
+    longest_gap: Duration,
+}
+
+impl Progress {
+    /// A sampled acquisition at `at`.
+    fn acquired_at(&mut self, at: Instant) {
+        match self.last {
+            Some(last) => {
+                self.longest_gap = self.longest_gap.max(at.saturating_duration_since(last))
+            }
+            None => self.first = Some(at),
+        }
+        self.last = Some(at);
+    }
+}
+
+/// The longest stretch of the window from `start` to `end` in which a thread whose sampled
+/// acquisitions were `p` made none: from the window's start to its first, between two in a row,
+/// or from its last to the window's end; the whole window for a thread that made none.
+///
+/// Every wait of the thread inside the window lies between two of its sampled acquisitions (or
+/// a window edge), so this is at least its longest wait there, including waits that had not
+/// ended when the window did (a starved thread's), which a latency sample, taken when the wait
+/// ends, cannot show; and at most that plus the operations between two samples (about
+/// `sample_every` of them) and any time the thread spent preempted outside the lock.
+pub fn stall(p: &Progress, start: Instant, end: Instant) -> Duration {
+    match (p.first, p.last) {
+        (Some(first), Some(last)) => first
+            .saturating_duration_since(start)
+            .max(p.longest_gap)
+            .max(end.saturating_duration_since(last)),
+        _ => end.saturating_duration_since(start),
+    }
 }
 
 /// The next number of the xorshift64* sequence whose state is `state` (non-zero), advancing it:
@@ -115,6 +166,7 @@ impl Worker<'_> {
             return Sample(None);
         }
         self.countdown = self.next_countdown();
+        self.progress.sampling = true;
         Sample(Some(Instant::now()))
     }
 
@@ -128,9 +180,14 @@ impl Worker<'_> {
 
     #[cold]
     fn record(&mut self, t0: Instant) {
-        let ns = t0.elapsed().as_nanos().min(u64::MAX as u128) as u64;
+        let now = Instant::now();
+        let ns = now
+            .saturating_duration_since(t0)
+            .as_nanos()
+            .min(u64::MAX as u128) as u64;
         if self.phase.load(Ordering::Relaxed) == MEASURE {
             self.latency.saturating_record(ns.max(1));
+            self.progress.acquired_at(now);
         }
     }
 
@@ -345,8 +402,11 @@ where
                             sample_every: trial.sample_every.max(1),
                             phase,
                             latency: new_histogram(),
+                            progress: Progress::default(),
                         };
-                        w.countdown = w.next_countdown();
+                        // The first acquisition is sampled (in the warm-up), which tells
+                        // whether the thread samples at all (see `Progress::sampling`).
+                        w.countdown = 1;
                         let mine = &counters[index];
                         let mut done = 0u64;
                         let _ = clocks[index].set(own_cpu_clock());
@@ -356,7 +416,7 @@ where
                             // Only this thread writes its counter; the harness reads it.
                             mine.store(done, Ordering::Relaxed);
                         }
-                        (w.latency, w.tally)
+                        (w.latency, w.tally, w.progress)
                     })
                     .expect("spawn bench thread")
             })
@@ -392,11 +452,18 @@ where
 
         let mut latency = new_histogram();
         let mut tally = 0;
+        let mut progress = Vec::with_capacity(threads);
         for h in handles {
-            let (hist, t) = h.join().expect("bench thread panicked");
+            let (hist, t, p) = h.join().expect("bench thread panicked");
             latency.add(hist).expect("same histogram bounds");
             tally += t;
+            progress.push(p);
         }
+        let thread_stall = progress
+            .iter()
+            .filter(|p| p.sampling)
+            .map(|p| stall(p, t0, t0 + elapsed))
+            .collect();
         Measurement {
             thread_ops: ops1.iter().zip(&ops0).map(|(b, a)| b - a).collect(),
             ops_all: snapshot().iter().sum(),
@@ -409,6 +476,7 @@ where
                 .map(|(b, a)| b.saturating_sub(*a))
                 .collect(),
             latency,
+            thread_stall,
             extra: Vec::new(),
             process: None,
         }
@@ -492,9 +560,80 @@ mod tests {
             sample_every,
             phase,
             latency: new_histogram(),
+            progress: Progress::default(),
         };
         w.countdown = w.next_countdown();
         w
+    }
+
+    #[test]
+    fn a_stall_is_the_longest_stretch_without_a_sampled_acquisition() {
+        let start = Instant::now();
+        let at = |ms: u64| start + Duration::from_millis(ms);
+        let end = at(100);
+        // None: stalled for the whole window.
+        assert_eq!(
+            stall(&Progress::default(), start, end),
+            Duration::from_millis(100)
+        );
+        let progress = |times: &[u64]| {
+            let mut p = Progress::default();
+            for &t in times {
+                p.acquired_at(at(t));
+            }
+            p
+        };
+        // From the start to the first, between two, from the last to the end.
+        assert_eq!(
+            stall(&progress(&[30, 40, 50]), start, end),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            stall(&progress(&[5, 40, 95]), start, end),
+            Duration::from_millis(55)
+        );
+        assert_eq!(
+            stall(&progress(&[10, 60, 65]), start, end),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            stall(&progress(&[1, 99]), start, end),
+            Duration::from_millis(98)
+        );
+    }
+
+    #[test]
+    fn a_thread_starved_for_the_whole_window_stalls_for_all_of_it() {
+        // Thread 1's first acquisition waits until the run is over (a starved waiter: no
+        // latency sample can show it, since its wait ends after the window); thread 0 keeps
+        // acquiring.
+        let m = measure(&trial(2, 1), &(), |_, w| {
+            let s = w.sample();
+            while w.index == 1 && w.phase.load(Ordering::Relaxed) != STOP {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            w.acquired(s);
+            1
+        });
+        assert_eq!(m.thread_stall.len(), 2);
+        assert_eq!(m.thread_stall[1], m.elapsed, "{:?}", m.thread_stall);
+        assert!(m.latency.max() < m.elapsed.as_nanos() as u64);
+        // Two operations counted in the window put an acquisition strictly inside it.
+        if m.thread_ops[0] >= 2 {
+            assert!(m.thread_stall[0] < m.elapsed, "{:?}", m.thread_stall);
+        }
+        // A workload that samples nothing shows no stalls; one that samples on some threads
+        // only, theirs.
+        let quiet = measure(&trial(2, 1), &(), |_, _| 1);
+        assert!(quiet.thread_stall.is_empty());
+        let one = measure(&trial(3, 1), &(), |_, w| {
+            if w.index == 0 {
+                let s = w.sample();
+                w.acquired(s);
+            }
+            1
+        });
+        assert_eq!(one.thread_stall.len(), 1);
     }
 
     #[test]

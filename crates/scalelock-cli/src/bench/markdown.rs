@@ -3,12 +3,14 @@
 //!
 //! It names the machine (CPU model, CPUs, kernel), the commit, the date and the exact command,
 //! then per workload and case a table of median throughput with the runs' range, and the ratio
-//! of each of our series to the best other with its spread (`?`: undecided).
+//! of each of our series to the best other with its spread (`?`: undecided); under it, where
+//! threads contend, a table of the longest stall (see `harness::stall`), and each of our
+//! series' over the lowest other's.
 
-use super::group::{groups, is_own, line_split_ns, Group};
+use super::group::{groups, is_own, line_split_ns, run_tails, Group, Tail};
 use super::human_seconds;
 use super::output::{own_series_of, verdict, Run};
-use super::stats::{si, Ratio, Spread};
+use super::stats::{duration_ns, si, Ratio, Record, Spread};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -22,7 +24,6 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-/// The results file's text.
 /// The spread of the round trips measured before the runs, if any were.
 fn round_trips(run: &Run) -> Option<Spread> {
     let rts: Vec<f64> = run
@@ -33,6 +34,7 @@ fn round_trips(run: &Run) -> Option<Spread> {
     (!rts.is_empty()).then(|| Spread::of(&rts))
 }
 
+/// The results file's text.
 pub fn text(run: &Run) -> String {
     let m = &run.machine;
     let c = &run.config;
@@ -95,6 +97,19 @@ pub fn text(run: &Run) -> String {
          than ±5%. Ratios compare locks measured in the same rounds; absolute figures from a \
          shared machine are not comparable across runs (use `scalelock bench --compare`).\n"
     );
+    let _ = writeln!(
+        out,
+        "Under each table where threads contend, the longest stall: the longest stretch of a \
+         run in which some thread made no sampled acquisition (every wait of a thread lies \
+         between two of its sampled acquisitions, so this is at least its longest wait, a \
+         starved thread's included: the whole run; and at most that plus a few microseconds \
+         of its own work). Per lock the median of its runs' own, with their range, and a row \
+         dividing ours by the lowest other lock's (named after `vs`), medians, with the range \
+         of the per-round ratios; lower is better. Where throughput is what all threads did, \
+         this is what the unluckiest one saw. (The JSON also has each run's largest sampled \
+         latency, `latency_ns.max`, which misses waits that no sample timed and waits still \
+         going when the run ended.)\n"
+    );
 
     let split = line_split_ns(&run.results);
     if let Some(ns) = split {
@@ -115,13 +130,23 @@ pub fn text(run: &Run) -> String {
         }
     }
     let _ = writeln!(out, "## Summary\n");
-    let _ = writeln!(out, "| workload | ours | verdict |\n|---|---|---|");
+    let _ = writeln!(
+        out,
+        "| workload | ours | verdict | longest stall ÷ lowest other's, worst cell |\n\
+         |---|---|---|---|"
+    );
     for n in &names {
         let ours = ours_of(run, n);
         for own in own_series_of(&run.results, n, ours) {
             let v = verdict(&run.results, n, ours, own)
                 .map_or("not compared".to_string(), |v| v.sentence());
-            let _ = writeln!(out, "| [{n}](#{n}) | {own} | {} |", cell(&v));
+            let tail = worst_stall_ratio(&all, n, ours, own).map_or("-".to_string(), |w| w.text());
+            let _ = writeln!(
+                out,
+                "| [{n}](#{n}) | {own} | {} | {} |",
+                cell(&v),
+                cell(&tail)
+            );
         }
     }
     for n in names {
@@ -140,6 +165,7 @@ pub fn text(run: &Run) -> String {
                 info.map_or("ops/s, all threads".to_string(), |i| i.throughput.clone())
             };
             group_table(&mut out, g, ours_of(run, n), &unit, split);
+            group_stall_table(&mut out, g, ours_of(run, n));
         }
     }
     out
@@ -223,6 +249,117 @@ fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str, split: O
     out.push('\n');
 }
 
+/// The contended cell of a workload where one of our series' longest stall is furthest above
+/// the lowest other lock's (see [`Group::tail_ratio`]).
+struct WorstTail {
+    ratio: Ratio,
+    case: Option<String>,
+    threads: usize,
+}
+
+impl WorstTail {
+    fn text(&self) -> String {
+        let case = self
+            .case
+            .as_ref()
+            .map_or(String::new(), |c| format!("{c}, "));
+        format!(
+            "{} ({}) at {case}{} threads",
+            self.ratio.cell(),
+            self.ratio.range(),
+            self.threads
+        )
+    }
+}
+
+/// [`WorstTail`] of `own` in workload `name`, over its groups' contended cells (`None` where
+/// none took latency samples).
+fn worst_stall_ratio(all: &[Group<'_>], name: &str, ours: &str, own: &str) -> Option<WorstTail> {
+    all.iter()
+        .filter(|g| g.workload == name && !g.is_single_thread())
+        .flat_map(|g| {
+            g.threads()
+                .into_iter()
+                .filter(|&t| t > 1)
+                .filter_map(move |t| {
+                    g.tail_ratio(ours, own, t, Tail::Stall)
+                        .map(|(ratio, _)| WorstTail {
+                            ratio,
+                            case: g.case.map(str::to_string),
+                            threads: t,
+                        })
+                })
+        })
+        .max_by(|a, b| a.ratio.median.total_cmp(&b.ratio.median))
+}
+
+/// Under a contended group's throughput table: each series' longest stall (the median of its
+/// runs' own, with their range; lower is better; see `harness::stall`) and each of our series'
+/// over the lowest other's (see [`Group::tail_ratio`]). Nothing on one thread (no thread waits
+/// there) or where no series sampled acquisitions.
+fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
+    if g.is_single_thread() {
+        return;
+    }
+    let threads = g.threads();
+    let sampled = |r: &&Record| r.latency_samples > 0;
+    let series: Vec<&str> = g
+        .series()
+        .into_iter()
+        .filter(|s| {
+            threads
+                .iter()
+                .any(|&t| g.get(s, t).filter(sampled).is_some())
+        })
+        .collect();
+    if series.is_empty() {
+        return;
+    }
+    out.push_str("| longest stall: median of the runs' own (lower is better) |");
+    for t in &threads {
+        let _ = write!(out, " {t} thread{} |", if *t == 1 { "" } else { "s" });
+    }
+    let _ = write!(out, "\n|---|");
+    out.push_str(&"---:|".repeat(threads.len()));
+    out.push('\n');
+    for s in series {
+        let label = if s == super::locks::FLOOR {
+            format!("{s} (floor)")
+        } else if is_own(ours, s) {
+            format!("**{s}**")
+        } else {
+            s.to_string()
+        };
+        let _ = write!(out, "| {label} |");
+        for &t in &threads {
+            let text = g.get(s, t).filter(sampled).map_or("-".to_string(), |r| {
+                let sp = Spread::of(&run_tails(r, Tail::Stall));
+                format!(
+                    "{} ({}–{})",
+                    duration_ns(sp.median),
+                    duration_ns(sp.min),
+                    duration_ns(sp.max)
+                )
+            });
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    for own in g.own_series(ours) {
+        let _ = write!(out, "| {own} ÷ lowest other |");
+        for &t in &threads {
+            let text = g
+                .tail_ratio(ours, own, t, Tail::Stall)
+                .map_or("-".to_string(), |(r, lowest)| {
+                    format!("{} ({}) vs {}", r.cell(), r.range(), cell(&lowest.series))
+                });
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,6 +405,50 @@ mod tests {
             t.contains("| scalelock ÷ best other, on dear lines | 0.56 |"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn results_file_has_the_longest_stalls_and_ours_over_the_lowest_others() {
+        let mut rs = vec![
+            record_runs("w", None, "scalelock", 2, &[200.0, 190.0, 210.0]),
+            record_runs("w", None, "std", 2, &[100.0, 90.0, 110.0]),
+            record_runs("w", None, "spin", 2, &[100.0, 90.0, 110.0]),
+        ];
+        for (r, maxima) in rs.iter_mut().zip([
+            [2_000_000, 3_000_000, 2_500_000],
+            [1_000_000, 1_000_000, 1_000_000],
+            [4_000_000, 4_000_000, 4_000_000],
+        ]) {
+            for (k, max) in r.runs.iter_mut().zip(maxima) {
+                k.latency_ns.stall = max;
+            }
+        }
+        let t = text(&run(rs));
+        assert!(
+            t.contains("| longest stall: median of the runs' own (lower is better) | 2 threads |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| **scalelock** | 2.50 ms (2.00 ms–3.00 ms) |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| scalelock ÷ lowest other | 2.50? (2.00–3.00) vs std |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| 2.50? (2.00–3.00) at 2 threads |"),
+            "the summary names the worst tail: {t}"
+        );
+        // A group whose locks took no latency samples has no such table.
+        let mut quiet = vec![
+            record("w", None, "scalelock", 2, 200.0),
+            record("w", None, "std", 2, 100.0),
+        ];
+        for r in &mut quiet {
+            r.latency_samples = 0;
+        }
+        assert!(!text(&run(quiet)).contains("median of the runs' own"));
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The stdout table, `--json` and `--csv`.
 
-use super::group::{groups, is_own, line_split_ns, Group, Lines};
+use super::group::{groups, is_own, line_split_ns, Group, Lines, Tail};
 use super::locks;
 use super::machine::Machine;
 use super::stats::{duration_ns, si, Ratio, Record, Standing};
@@ -76,7 +76,8 @@ pub struct WorkloadInfo {
 /// Fills the `ratio_to_best_other` (median), `ratio_min`, `ratio_max`, `ratio_undecided` and
 /// `best_other` params of every record of the workload's own series, and where latencies were
 /// sampled `max_ratio_to_lowest_other`, `max_ratio_min`, `max_ratio_max` and
-/// `lowest_max_other` (see [`Group::max_ratio`]); where the runs' cache-line
+/// `lowest_max_other`, and the same four of the longest stall (`stall_ratio_to_lowest_other`,
+/// ..., `lowest_stall_other`; see [`Group::tail_ratio`]); where the runs' cache-line
 /// round trips differ, also `line_split_ns` and the ratios over the runs on either side of it,
 /// `ratio_cheap_lines` and `ratio_dear_lines` (see [`Group::ratio_on`]), where both sides have
 /// runs.
@@ -110,13 +111,15 @@ pub fn annotate_ratios(records: &mut [Record], workloads: &[WorkloadInfo]) {
                         }
                     }
                 }
-                if let Some((ratio, lowest)) = g.max_ratio(ours, s, t) {
-                    params.extend([
-                        ("max_ratio_to_lowest_other".into(), json!(ratio.median)),
-                        ("max_ratio_min".into(), json!(ratio.min)),
-                        ("max_ratio_max".into(), json!(ratio.max)),
-                        ("lowest_max_other".into(), json!(lowest.series)),
-                    ]);
+                for (tail, name) in [(Tail::Max, "max"), (Tail::Stall, "stall")] {
+                    if let Some((ratio, lowest)) = g.tail_ratio(ours, s, t, tail) {
+                        params.extend([
+                            (format!("{name}_ratio_to_lowest_other"), json!(ratio.median)),
+                            (format!("{name}_ratio_min"), json!(ratio.min)),
+                            (format!("{name}_ratio_max"), json!(ratio.max)),
+                            (format!("lowest_{name}_other"), json!(lowest.series)),
+                        ]);
+                    }
                 }
                 if !params.is_empty() {
                     let case = g.case.map(str::to_string);
@@ -148,20 +151,23 @@ pub enum Metric {
     P999,
     /// Largest latency sample.
     Max,
+    /// Longest stall: the longest stretch in which some thread made no sampled acquisition.
+    Stall,
 }
 
 impl Metric {
     /// Every metric, in table order: the default of `--metric`.
-    pub const ALL: [Metric; 5] = [
+    pub const ALL: [Metric; 6] = [
         Metric::Ops,
         Metric::Cpu,
         Metric::P99,
         Metric::P999,
         Metric::Max,
+        Metric::Stall,
     ];
 
     /// The `--metric` names.
-    pub const NAMES: [&'static str; 5] = ["ops", "cpu", "p99", "p999", "max"];
+    pub const NAMES: [&'static str; 6] = ["ops", "cpu", "p99", "p999", "max", "stall"];
 
     /// The metric called `name` (see [`Metric::NAMES`]).
     pub fn parse(name: &str) -> Result<Metric, String> {
@@ -193,6 +199,17 @@ impl Metric {
             Metric::P99 => lat(r.latency_ns.p99),
             Metric::P999 => lat(r.latency_ns.p999),
             Metric::Max => lat(r.latency_ns.max),
+            Metric::Stall => lat(r.latency_ns.stall),
+        }
+    }
+
+    /// The tail figure this metric is, if it is one whose ratio to the lowest other the
+    /// tables show.
+    pub fn tail(self) -> Option<Tail> {
+        match self {
+            Metric::Max => Some(Tail::Max),
+            Metric::Stall => Some(Tail::Stall),
+            Metric::Ops | Metric::Cpu | Metric::P99 | Metric::P999 => None,
         }
     }
 
@@ -207,6 +224,7 @@ impl Metric {
             Metric::P99 => format!("{latency}, p99"),
             Metric::P999 => format!("{latency}, p99.9"),
             Metric::Max => format!("{latency}, max"),
+            Metric::Stall => "longest stall".into(),
         }
     }
 }
@@ -237,6 +255,13 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
             "`÷ lowest other` under `max`: ours over the lowest other lock's largest latency,\n\
              medians of the runs' own maxima, with the range of the per-round ratios (lower is\n\
              better).\n",
+        );
+    }
+    if metrics.contains(&Metric::Stall) {
+        out.push_str(
+            "`longest stall`: the longest stretch of a run in which some thread made no sampled\n\
+             acquisition (a starved thread: the whole run), which `max`, taken from the waits\n\
+             that ended and were sampled, misses; `÷ lowest other` as under `max`.\n",
         );
     }
     let split = line_split_ns(&run.results);
@@ -351,8 +376,8 @@ pub fn table(run: &Run, metrics: &[Metric]) -> String {
                 if i == 0 {
                     ratio_rows(&mut out, &g, ours, &threads, width, split);
                 }
-                if *m == Metric::Max {
-                    max_ratio_rows(&mut out, &g, ours, &threads, width);
+                if let Some(tail) = m.tail() {
+                    tail_ratio_rows(&mut out, &g, ours, &threads, width, tail);
                 }
             }
             out.push_str(&super::memory::table_rows(&g, width));
@@ -390,14 +415,21 @@ fn ratio_rows(
     }
 }
 
-/// Under the `max` block: per own series, its largest latency over the lowest other's (see
-/// [`Group::max_ratio`]; lower is better, `?` when the per-round ratios leave it open), and
-/// the spread of the per-round ratios.
-fn max_ratio_rows(out: &mut String, g: &Group<'_>, ours: &str, threads: &[usize], width: usize) {
+/// Under the `max` or `stall` block: per own series, its `tail` figure over the lowest
+/// other's (see [`Group::tail_ratio`]; lower is better, `?` when the per-round ratios leave it
+/// open), and the spread of the per-round ratios.
+fn tail_ratio_rows(
+    out: &mut String,
+    g: &Group<'_>,
+    ours: &str,
+    threads: &[usize],
+    width: usize,
+    tail: Tail,
+) {
     for own in own_or_missing(g, ours) {
         let ratios: Vec<Option<Ratio>> = threads
             .iter()
-            .map(|&t| g.max_ratio(ours, own, t).map(|(r, _)| r))
+            .map(|&t| g.tail_ratio(ours, own, t, tail).map(|(r, _)| r))
             .collect();
         if ratios.iter().any(Option::is_some) {
             ratio_and_spread_rows(out, &format!("{own} ÷ lowest other"), &ratios, width);
@@ -555,7 +587,7 @@ pub fn write_json(run: &Run, path: &Path) -> Result<(), String> {
 /// The CSV header.
 pub const CSV_HEADER: &str = "workload,case,lock,series,threads,ops_per_sec,cpu_ns_per_op,\
 p50_ns,p99_ns,max_ns,min_thread_ops,max_thread_ops,total_ops,elapsed_s,latency_samples,\
-p999_ns,ops_per_sec_min,ops_per_sec_max,runs";
+p999_ns,ops_per_sec_min,ops_per_sec_max,runs,stall_ns";
 
 /// One CSV field, quoted when needed.
 fn csv_field(s: &str) -> String {
@@ -573,7 +605,7 @@ pub fn csv(run: &Run) -> String {
     for r in &run.results {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:.1},{:.2},{},{},{},{},{},{},{:.4},{},{},{:.1},{:.1},{}",
+            "{},{},{},{},{},{:.1},{:.2},{},{},{},{},{},{},{:.4},{},{},{:.1},{:.1},{},{}",
             csv_field(&r.workload),
             csv_field(r.case.as_deref().unwrap_or("")),
             csv_field(&r.lock),
@@ -593,6 +625,7 @@ pub fn csv(run: &Run) -> String {
             r.ops_per_sec_spread.min,
             r.ops_per_sec_spread.max,
             r.runs.len(),
+            r.latency_ns.stall,
         );
     }
     out
@@ -642,6 +675,7 @@ pub(crate) mod tests {
                 p99: 100,
                 p999: 500,
                 max: 1000,
+                stall: 2000,
             },
             fairness: Fairness {
                 min_thread_ops: 1,
@@ -916,23 +950,29 @@ pub(crate) mod tests {
     fn max_ratio_is_over_the_lowest_other_and_pairs_runs_of_the_same_round() {
         let rs = maxima();
         let g = &groups(&rs)[0];
-        let (r, lowest) = g.max_ratio("scalelock", "scalelock", 8).unwrap();
+        let (r, lowest) = g
+            .tail_ratio("scalelock", "scalelock", 8, Tail::Max)
+            .unwrap();
         assert_eq!(lowest.series, "spin");
         assert_eq!(r.median, 2.0);
         // Per round: 300/150, 200/100, 900/1000.
         assert_eq!((r.min, r.max, r.pairs), (0.9, 2.0, 3));
-        assert!(g.max_ratio("scalelock", "scalelock", 2).is_none());
+        assert!(g
+            .tail_ratio("scalelock", "scalelock", 2, Tail::Max)
+            .is_none());
         // A lock that took no latency samples is never the lowest; ours without any has no
         // ratio.
         let mut rs = maxima();
         rs[2].latency_samples = 0;
         let g = &groups(&rs)[0];
-        let (r, lowest) = g.max_ratio("scalelock", "scalelock", 8).unwrap();
+        let (r, lowest) = g
+            .tail_ratio("scalelock", "scalelock", 8, Tail::Max)
+            .unwrap();
         assert_eq!((lowest.series.as_str(), r.median), ("std", 1.0));
         let mut rs = maxima();
         rs[0].latency_samples = 0;
         assert!(groups(&rs)[0]
-            .max_ratio("scalelock", "scalelock", 8)
+            .tail_ratio("scalelock", "scalelock", 8, Tail::Max)
             .is_none());
     }
 
@@ -958,6 +998,32 @@ pub(crate) mod tests {
         assert!(!r.results[1]
             .params
             .contains_key("max_ratio_to_lowest_other"));
+    }
+
+    #[test]
+    fn the_stall_ratio_is_in_the_table_under_stall_and_in_the_json() {
+        let mut rs = maxima();
+        for r in &mut rs {
+            for k in &mut r.runs {
+                k.latency_ns.stall = k.latency_ns.max * 10;
+            }
+        }
+        let mut r = run(rs);
+        let t = table(&r, &[Metric::Ops, Metric::Stall]);
+        assert!(t.contains("[longest stall]"), "{t}");
+        assert!(t.contains("`longest stall`: the longest stretch"), "{t}");
+        let row = t
+            .lines()
+            .find(|l| l.contains("scalelock ÷ lowest other"))
+            .unwrap();
+        assert!(row.contains("2.00"), "{t}");
+        let infos = r.workloads.clone();
+        annotate_ratios(&mut r.results, &infos);
+        let p = &r.results[0].params;
+        assert_eq!(p["stall_ratio_to_lowest_other"], serde_json::json!(2.0));
+        assert_eq!(p["stall_ratio_min"], serde_json::json!(0.9));
+        assert_eq!(p["lowest_stall_other"], serde_json::json!("spin"));
+        assert_eq!(Metric::parse("stall"), Ok(Metric::Stall));
     }
 
     /// `record_runs`, each run with the cache-line round trip given beside its throughput.

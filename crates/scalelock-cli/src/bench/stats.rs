@@ -27,6 +27,12 @@ pub struct Latency {
     pub p999: u64,
     /// Largest sample.
     pub max: u64,
+    /// The longest stall: the longest stretch of the measured window in which some thread made
+    /// no sampled acquisition (see `harness::stall`), which, unlike `max`, counts a wait that
+    /// never ended in the window and one that no sample happened to time; 0 where the workload
+    /// samples no acquisitions (and in files written before it was added).
+    #[serde(default)]
+    pub stall: u64,
 }
 
 /// Per-thread fairness: the fewest and most operations any one thread completed.
@@ -299,14 +305,21 @@ pub fn summarize(m: &Measurement) -> Summary {
         ops_per_sec,
         cpu_ns_per_op: per_op(m.cpu.as_nanos() as f64),
         ns_per_op: per_op(m.elapsed.as_nanos() as f64 * m.thread_ops.len() as f64),
-        latency: latency(&m.latency),
+        latency: Latency {
+            stall: m
+                .thread_stall
+                .iter()
+                .max()
+                .map_or(0, |d| d.as_nanos().min(u64::MAX as u128) as u64),
+            ..latency(&m.latency)
+        },
         fairness: fairness(&m.thread_ops),
         total_ops: total,
         samples: m.latency.len(),
     }
 }
 
-/// p50 / p99 / p99.9 / max of a latency histogram (zeros when empty).
+/// p50 / p99 / p99.9 / max of a latency histogram (zeros when empty; no stall).
 pub fn latency(h: &Histogram<u64>) -> Latency {
     if h.is_empty() {
         return Latency::default();
@@ -316,6 +329,7 @@ pub fn latency(h: &Histogram<u64>) -> Latency {
         p99: h.value_at_quantile(0.99),
         p999: h.value_at_quantile(0.999),
         max: h.max(),
+        stall: 0,
     }
 }
 
@@ -385,6 +399,7 @@ mod tests {
             cpu: Duration::from_millis(cpu_ms),
             thread_cpu: Vec::new(),
             latency: h,
+            thread_stall: Vec::new(),
             extra: Vec::new(),
             process: None,
         }

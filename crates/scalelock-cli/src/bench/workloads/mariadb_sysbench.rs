@@ -305,6 +305,7 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
         // The server's threads are another process's.
         thread_cpu: Vec::new(),
         latency,
+        thread_stall: Vec::new(),
         extra: Vec::new(),
         process: None,
     })
