@@ -102,8 +102,9 @@ pub fn text(run: &Run) -> String {
         "Under each table where threads contend, the longest stall: the longest stretch of a \
          run in which some thread made no sampled acquisition (every wait of a thread lies \
          between two of its sampled acquisitions, so this is at least its longest wait, a \
-         starved thread's included: the whole run; and at most that plus a few microseconds \
-         of its own work). Per lock the median of its runs' own, with their range, and a row \
+         starved thread's included: the whole run; and at most that plus the thread's own \
+         work between two samples, a few microseconds, and any time it spent preempted \
+         outside the lock). Per lock the median of its runs' own, with their range, and a row \
          dividing ours by the lowest other lock's (named after `vs`), medians, with the range \
          of the per-round ratios; lower is better. Where throughput is what all threads did, \
          this is what the unluckiest one saw. (The JSON also has each run's largest sampled \
@@ -295,13 +296,13 @@ fn worst_stall_ratio(all: &[Group<'_>], name: &str, ours: &str, own: &str) -> Op
 
 /// Under a contended group's throughput table: each series' longest stall (the median of its
 /// runs' own, with their range; lower is better; see `harness::stall`) and each of our series'
-/// over the lowest other's (see [`Group::tail_ratio`]). Nothing on one thread (no thread waits
-/// there) or where no series sampled acquisitions.
+/// over the lowest other's (see [`Group::tail_ratio`]), at the thread counts above one (a lone
+/// thread waits for nobody). Nothing where no series sampled acquisitions.
 fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
-    if g.is_single_thread() {
+    let threads: Vec<usize> = g.threads().into_iter().filter(|&t| t > 1).collect();
+    if threads.is_empty() {
         return;
     }
-    let threads = g.threads();
     let sampled = |r: &&Record| r.latency_samples > 0;
     let series: Vec<&str> = g
         .series()
