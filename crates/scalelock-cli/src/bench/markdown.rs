@@ -256,19 +256,29 @@ struct WorstTail {
     ratio: Ratio,
     case: Option<String>,
     threads: usize,
+    /// Our median stall, ns.
+    ours_ns: f64,
+    /// The lowest other lock, and its median stall in ns.
+    lowest: String,
+    lowest_ns: f64,
 }
 
 impl WorstTail {
+    /// The ratio with its spread, the cell, and the two medians it divides (a large ratio of
+    /// two short stalls, on a machine with as many CPUs as threads, is not a large stall).
     fn text(&self) -> String {
         let case = self
             .case
             .as_ref()
             .map_or(String::new(), |c| format!("{c}, "));
         format!(
-            "{} ({}) at {case}{} threads",
+            "{} ({}) at {case}{} threads: {} vs {} of {}",
             self.ratio.cell(),
             self.ratio.range(),
-            self.threads
+            self.threads,
+            duration_ns(self.ours_ns),
+            duration_ns(self.lowest_ns),
+            self.lowest
         )
     }
 }
@@ -283,12 +293,16 @@ fn worst_stall_ratio(all: &[Group<'_>], name: &str, ours: &str, own: &str) -> Op
                 .into_iter()
                 .filter(|&t| t > 1)
                 .filter_map(move |t| {
-                    g.tail_ratio(ours, own, t, Tail::Stall)
-                        .map(|(ratio, _)| WorstTail {
-                            ratio,
-                            case: g.case.map(str::to_string),
-                            threads: t,
-                        })
+                    let median = |r: &Record| Spread::of(&run_tails(r, Tail::Stall)).median;
+                    let (ratio, lowest) = g.tail_ratio(ours, own, t, Tail::Stall)?;
+                    Some(WorstTail {
+                        ratio,
+                        case: g.case.map(str::to_string),
+                        threads: t,
+                        ours_ns: median(g.get(own, t)?),
+                        lowest: lowest.series.clone(),
+                        lowest_ns: median(lowest),
+                    })
                 })
         })
         .max_by(|a, b| a.ratio.median.total_cmp(&b.ratio.median))
@@ -438,7 +452,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains("| 2.50? (2.00–3.00) at 2 threads |"),
+            t.contains("| 2.50? (2.00–3.00) at 2 threads: 2.50 ms vs 1.00 ms of std |"),
             "the summary names the worst tail: {t}"
         );
         // A group whose locks took no latency samples has no such table.
