@@ -182,22 +182,9 @@ fn ours_of<'a>(run: &'a Run, workload: &str) -> &'a str {
 fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str, split: Option<f64>) {
     let threads = g.threads();
     let single = g.is_single_thread();
-    let _ = write!(out, "| {} |", cell(unit));
-    for t in &threads {
-        let _ = write!(out, " {t} thread{} |", if *t == 1 { "" } else { "s" });
-    }
-    let _ = write!(out, "\n|---|");
-    out.push_str(&"---:|".repeat(threads.len()));
-    out.push('\n');
+    table_head(out, unit, &threads);
     for s in g.series() {
-        let label = if s == super::locks::FLOOR {
-            format!("{s} (floor)")
-        } else if is_own(ours, s) {
-            format!("**{s}**")
-        } else {
-            s.to_string()
-        };
-        let _ = write!(out, "| {label} |");
+        let _ = write!(out, "| {} |", series_label(ours, s));
         for &t in &threads {
             let text = match g.get(s, t) {
                 None => "-".to_string(),
@@ -248,6 +235,28 @@ fn group_table(out: &mut String, g: &Group<'_>, ours: &str, unit: &str, split: O
         }
     }
     out.push('\n');
+}
+
+/// A table's first two lines: `first` over the series' names, then one column per thread count.
+fn table_head(out: &mut String, first: &str, threads: &[usize]) {
+    let _ = write!(out, "| {} |", cell(first));
+    for t in threads {
+        let _ = write!(out, " {t} thread{} |", if *t == 1 { "" } else { "s" });
+    }
+    let _ = write!(out, "\n|---|");
+    out.push_str(&"---:|".repeat(threads.len()));
+    out.push('\n');
+}
+
+/// A series' name in a table's first column: ours in bold, the test-and-set floor marked.
+fn series_label(ours: &str, s: &str) -> String {
+    if s == super::locks::FLOOR {
+        format!("{s} (floor)")
+    } else if is_own(ours, s) {
+        format!("**{s}**")
+    } else {
+        s.to_string()
+    }
 }
 
 /// The contended cell of a workload where one of our series' longest stall is furthest above
@@ -330,22 +339,13 @@ fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
     if series.is_empty() {
         return;
     }
-    out.push_str("| longest stall: median of the runs' own (lower is better) |");
-    for t in &threads {
-        let _ = write!(out, " {t} thread{} |", if *t == 1 { "" } else { "s" });
-    }
-    let _ = write!(out, "\n|---|");
-    out.push_str(&"---:|".repeat(threads.len()));
-    out.push('\n');
+    table_head(
+        out,
+        "longest stall: median of the runs' own (lower is better)",
+        &threads,
+    );
     for s in series {
-        let label = if s == super::locks::FLOOR {
-            format!("{s} (floor)")
-        } else if is_own(ours, s) {
-            format!("**{s}**")
-        } else {
-            s.to_string()
-        };
-        let _ = write!(out, "| {label} |");
+        let _ = write!(out, "| {} |", series_label(ours, s));
         for &t in &threads {
             let text = g.get(s, t).filter(sampled).map_or("-".to_string(), |r| {
                 let sp = Spread::of(&run_tails(r, Tail::Stall));
