@@ -213,6 +213,10 @@ fn latency_cells(json: &Value, key: &str) -> Result<Vec<Cell>, String> {
                 .collect::<Result<_, String>>()?,
             _ => vec![of(r, "")?],
         };
+        // A stall of 0: not measured (see `stats::Latency::stall`).
+        if key == "stall" && runs.iter().all(|&v| v == 0.0) {
+            continue;
+        }
         let median = Spread::of(&runs).median;
         out.push(Cell {
             workload,
@@ -724,6 +728,23 @@ mod tests {
         assert!(cells(&bare, Metric::P999)
             .unwrap_err()
             .contains("latency_ns.p999"));
+    }
+
+    #[test]
+    fn stalls_are_compared_where_they_were_measured() {
+        let mut a = latencies(&[("scalelock", &[1, 2, 3]), ("mariadb", &[4, 5, 6])]);
+        for (r, stalls) in [[3_000_000, 2_000_000, 4_000_000], [0, 0, 0]]
+            .iter()
+            .enumerate()
+        {
+            for (k, v) in stalls.iter().enumerate() {
+                a["results"][r]["runs"][k]["latency_ns"]["stall"] = json!(v);
+            }
+        }
+        let c = cells(&a, Metric::Stall).unwrap();
+        // A stall of 0 in every run was not measured: no cell.
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].series.as_str(), c[0].median), ("scalelock", 3e6));
     }
 
     #[test]

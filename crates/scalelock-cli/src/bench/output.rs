@@ -199,6 +199,9 @@ impl Metric {
             Metric::P99 => lat(r.latency_ns.p99),
             Metric::P999 => lat(r.latency_ns.p999),
             Metric::Max => lat(r.latency_ns.max),
+            // 0: not measured (a workload whose threads sample no acquisitions, as the
+            // MariaDB one, whose samples are the server's transactions).
+            Metric::Stall if r.latency_ns.stall == 0 => "-".to_string(),
             Metric::Stall => lat(r.latency_ns.stall),
         }
     }
@@ -1024,6 +1027,11 @@ pub(crate) mod tests {
         assert_eq!(p["stall_ratio_min"], serde_json::json!(0.9));
         assert_eq!(p["lowest_stall_other"], serde_json::json!("spin"));
         assert_eq!(Metric::parse("stall"), Ok(Metric::Stall));
+        // A stall of 0 was not measured.
+        let mut quiet = r.results[0].clone();
+        quiet.latency_ns.stall = 0;
+        assert_eq!(Metric::Stall.cell(&quiet), "-");
+        assert_ne!(Metric::Stall.cell(&r.results[0]), "-");
     }
 
     /// `record_runs`, each run with the cache-line round trip given beside its throughput.
