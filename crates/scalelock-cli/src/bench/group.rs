@@ -102,7 +102,7 @@ impl<'a> Group<'a> {
         threads: usize,
         tail: Tail,
     ) -> Option<(Ratio, &'a Record)> {
-        let median = |r: &Record| Spread::of(&run_tails(r, tail)).median;
+        let median = |r: &Record| tail_spread(r, tail).median;
         let sampled = |r: &&Record| r.latency_samples > 0 && median(r) > 0.0;
         let own = self.get(series, threads).filter(sampled)?;
         let lowest = self
@@ -219,6 +219,11 @@ impl Tail {
             Tail::Stall => l.stall,
         }
     }
+}
+
+/// Median, smallest and largest of [`run_tails`]: the `tail` figure a cell of `r` shows.
+pub fn tail_spread(r: &Record, tail: Tail) -> Spread {
+    Spread::of(&run_tails(r, tail))
 }
 
 /// The `tail` figure of each run of `r` in ns (of `r` itself where it kept no runs): what its

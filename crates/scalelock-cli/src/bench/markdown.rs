@@ -7,7 +7,7 @@
 //! threads contend, a table of the longest stall (see `harness::stall`), and each of our
 //! series' over the lowest other's.
 
-use super::group::{groups, is_own, line_split_ns, run_tails, Group, Tail};
+use super::group::{groups, is_own, line_split_ns, tail_spread, Group, Tail};
 use super::human_seconds;
 use super::output::{own_series_of, verdict, Run};
 use super::stats::{duration_ns, si, Ratio, Record, Spread};
@@ -302,15 +302,14 @@ fn worst_stall_ratio(all: &[Group<'_>], name: &str, ours: &str, own: &str) -> Op
                 .into_iter()
                 .filter(|&t| t > 1)
                 .filter_map(move |t| {
-                    let median = |r: &Record| Spread::of(&run_tails(r, Tail::Stall)).median;
                     let (ratio, lowest) = g.tail_ratio(ours, own, t, Tail::Stall)?;
                     Some(WorstTail {
                         ratio,
                         case: g.case.map(str::to_string),
                         threads: t,
-                        ours_ns: median(g.get(own, t)?),
+                        ours_ns: tail_spread(g.get(own, t)?, Tail::Stall).median,
                         lowest: lowest.series.clone(),
-                        lowest_ns: median(lowest),
+                        lowest_ns: tail_spread(lowest, Tail::Stall).median,
                     })
                 })
         })
@@ -348,7 +347,7 @@ fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
         let _ = write!(out, "| {} |", series_label(ours, s));
         for &t in &threads {
             let text = g.get(s, t).filter(sampled).map_or("-".to_string(), |r| {
-                let sp = Spread::of(&run_tails(r, Tail::Stall));
+                let sp = tail_spread(r, Tail::Stall);
                 format!(
                     "{} ({}–{})",
                     duration_ns(sp.median),
