@@ -1,5 +1,6 @@
-//! How often this thread waits: asked by a [`Waiter`](super::Waiter) at its first yield, since
-//! a yield pays only for a thread that waits often (see the waiter's docs).
+//! How often this thread waits, and how long it has kept its CPU: asked by a
+//! [`Waiter`](super::Waiter) at its first yield, since a yield pays only for a thread that
+//! waits often, and as a yielding wait begins, for the rotation (see the waiter's docs).
 //!
 //! ```text
 //!  a thread's CPU time ->   w: a wait begins (any lock);  x: a wait's first yield, where it
@@ -20,6 +21,23 @@
 //! was last read: less time than that holds less CPU time, and the thread waits often. The
 //! gap then runs from that last reading, over the waits begun since. A wait's beginning only
 //! adds one to a count.
+//!
+//! It also keeps when this thread last gave its CPU away (a yield ended, or a wait that
+//! slept), which a yielding waiter asks as its wait begins: a thread that has kept its CPU for
+//! longer than [`ROTATE_NS`] since begins its wait with a yield, the *rotation* (see the
+//! waiter's docs), so that the threads runnable behind it on its CPU get a turn.
+//!
+//! ```text
+//!  monotonic time ->        g: it gave the CPU away (a yield, a sleep);  a: a wait asks
+//!                           (every ROTATE_ASK_EVERY-th reads the clock);  ====: on its CPU
+//!  not due:  g==a==a==a     read less than ROTATE_NS after g: no yield
+//!  due:      g===========A  read more than ROTATE_NS after g: the wait yields first, and
+//!                           the yield's end is the next g
+//! ```
+//!
+//! Monotonic time, read in user space: a thread preempted since `g` counts as having kept
+//! its CPU, and yields once more than it had to (a bare system call where nobody else wants
+//! the CPU). The first ask of a thread starts its clock.
 
 /// A thread that has run for longer than this (CPU time) per wait it began since its CPU clock
 /// was last read, when a wait of its comes to its first yield, *waits seldom*: longer than a
@@ -46,6 +64,92 @@ std::thread_local! {
         const { core::cell::Cell::new(Reading { at_ns: 0, cpu_ns: 0 }) };
     /// Waits this thread began since its last reading (or its start).
     static BEGUN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    /// When (monotonic ns) this thread last gave its CPU away (see [`gave_cpu`]; 0: not yet
+    /// known).
+    static GAVE_CPU_AT: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
+    /// Calls of [`rotation_ask`] since the last that said yes, or since the thread last gave
+    /// its CPU away.
+    static ROTATION_ASKS: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+}
+
+/// A thread's yielding waits ask [`rotation_due`], which reads the clock, one in this many
+/// only (see [`rotation_ask`]): a thread that waits every few hundred nanoseconds would notice
+/// a clock read on every wait.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const ROTATE_ASK_EVERY: u32 = 16;
+
+/// A thread that has kept its CPU for longer than this since it last gave it away yields as
+/// its next yielding wait begins (the *rotation*, see the module docs). It bounds how long a
+/// thread that keeps taking a hot lock holds its CPU while the lock's waiters are runnable
+/// behind it: without it a waiter that yielded was back only once that thread's time slice
+/// ran out, for each thread ahead of it. A rotation that switches threads costs a context
+/// switch each way, a few microseconds, so one in this long costs the rotating thread a few
+/// percent of its CPU time at most; where nobody else wants the CPU it is a bare system call.
+// Under loom and Miri nothing rotates.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const ROTATE_NS: u64 = 100_000;
+
+/// This thread gave its CPU away, at `now_ns` (monotonic): a yield, or a wait that slept,
+/// ended then. Does nothing under loom or Miri.
+#[inline]
+pub(crate) fn gave_cpu(now_ns: u64) {
+    #[cfg(not(any(loom, miri)))]
+    {
+        let _ = GAVE_CPU_AT.try_with(|g| g.set(now_ns.max(1)));
+        let _ = ROTATION_ASKS.try_with(|n| n.set(0));
+    }
+    #[cfg(any(loom, miri))]
+    let _ = now_ns;
+}
+
+/// Whether a yielding wait of this thread, beginning now, should ask [`rotation_due`]: true on
+/// every [`ROTATE_ASK_EVERY`]th call since the thread last gave its CPU away, when that one
+/// last asked. No clock is read. Never under loom or Miri, nor while the thread's locals are
+/// being destroyed.
+#[inline]
+pub(crate) fn rotation_ask() -> bool {
+    #[cfg(not(any(loom, miri)))]
+    {
+        ROTATION_ASKS
+            .try_with(|n| {
+                let asks = n.get() + 1;
+                n.set(asks % ROTATE_ASK_EVERY);
+                asks == ROTATE_ASK_EVERY
+            })
+            .unwrap_or(false)
+    }
+    #[cfg(any(loom, miri))]
+    {
+        false
+    }
+}
+
+/// Whether this thread has kept its CPU for longer than [`ROTATE_NS`] since it last gave it
+/// away (see [`kept_too_long`]): its wait begins with a yield. Reads the monotonic clock; the
+/// first reading of a thread starts its clock. Never under loom or Miri.
+#[inline]
+pub(crate) fn rotation_due() -> bool {
+    #[cfg(not(any(loom, miri)))]
+    {
+        let now = super::now_ns();
+        let gave_at = GAVE_CPU_AT.try_with(core::cell::Cell::get).unwrap_or(now);
+        if gave_at == 0 {
+            gave_cpu(now);
+        }
+        kept_too_long(gave_at, now)
+    }
+    #[cfg(any(loom, miri))]
+    {
+        false
+    }
+}
+
+/// Whether a thread that last gave its CPU away at `gave_at_ns` (0: never, as far as is known)
+/// has kept it for longer than [`ROTATE_NS`] at `now_ns`.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+#[inline]
+pub(crate) fn kept_too_long(gave_at_ns: u64, now_ns: u64) -> bool {
+    gave_at_ns != 0 && now_ns.saturating_sub(gave_at_ns) > ROTATE_NS
 }
 
 /// A wait of this thread begins (see the module docs). No clock is read. Does nothing under

@@ -694,11 +694,20 @@ impl Spinner {
 /// few hundred nanoseconds; a look is a clock read).
 pub(super) const DEADLINE_CHECK_EVERY: u32 = 16;
 
-/// Gives this thread's CPU to another runnable thread, if there is one (`sched_yield`).
+/// Gives this thread's CPU to another runnable thread, if there is one (`sched_yield`), tells
+/// `cadence` that it did, and returns when the yield ended (monotonic ns; 0 under loom).
 #[inline]
-pub(super) fn yield_cpu() {
+pub(super) fn yield_cpu() -> u64 {
     #[cfg(loom)]
-    loom::thread::yield_now();
+    {
+        loom::thread::yield_now();
+        0
+    }
     #[cfg(not(loom))]
-    std::thread::yield_now();
+    {
+        std::thread::yield_now();
+        let now = super::now_ns();
+        super::cadence::gave_cpu(now);
+        now
+    }
 }

@@ -439,6 +439,94 @@ fn a_wait_after_work_is_seldom_and_one_at_a_threads_start_or_after_a_pause_is_no
 }
 
 #[test]
+fn a_thread_is_due_to_rotate_once_it_has_kept_its_cpu_for_longer_than_rotate_ns() {
+    use super::cadence::{kept_too_long, ROTATE_NS};
+    // (gave its CPU away at, now, due)
+    let cases = [
+        // Never known to have given it away: the first reading starts the clock.
+        (0, 10 * ROTATE_NS, false),
+        (1_000, 1_000, false),
+        (1_000, 1_000 + ROTATE_NS, false),
+        (1_000, 1_001 + ROTATE_NS, true),
+        // A reading older than the stamp: not due.
+        (5_000, 4_000, false),
+    ];
+    for (gave_at, now, want) in cases {
+        assert_eq!(kept_too_long(gave_at, now), want, "{gave_at} -> {now}");
+    }
+}
+
+// Neither Miri nor loom rotates.
+#[cfg(not(any(loom, miri)))]
+#[test]
+fn a_thread_reads_the_clock_for_its_rotation_once_in_rotate_ask_every_waits_and_a_yield_resets_it()
+{
+    use super::cadence::{rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
+    use super::now_ns;
+    use super::spin::yield_cpu;
+    std::thread::spawn(|| {
+        let asks = |n: u32| (0..n).filter(|_| rotation_ask()).count();
+        assert_eq!(asks(ROTATE_ASK_EVERY - 1), 0);
+        assert!(rotation_ask());
+        // The thread's first reading starts its clock.
+        assert!(!rotation_due(), "a first reading");
+        let t0 = now_ns();
+        while now_ns() - t0 <= 2 * ROTATE_NS {
+            core::hint::spin_loop();
+        }
+        assert!(rotation_due(), "after keeping its CPU for 2 ROTATE_NS");
+        // A yield gives the CPU away: the asks count from it, and the clock runs from its end.
+        assert_eq!(asks(ROTATE_ASK_EVERY - 3), 0);
+        let before = now_ns();
+        yield_cpu();
+        let due = rotation_due();
+        assert!(
+            !due || now_ns() - before > ROTATE_NS,
+            "due within ROTATE_NS of a yield"
+        );
+        assert_eq!(asks(ROTATE_ASK_EVERY - 1), 0);
+        assert!(rotation_ask());
+    })
+    .join()
+    .unwrap();
+}
+
+#[cfg(not(any(loom, miri)))]
+#[test]
+fn a_yielding_wait_of_a_thread_due_to_rotate_begins_with_a_yield() {
+    use super::cadence::{gave_cpu, ROTATE_ASK_EVERY};
+    std::thread::spawn(|| {
+        let e = SpinEstimate::new();
+        // Due: the thread last gave its CPU away at the clock's start.
+        gave_cpu(1);
+        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+        w.rotate();
+        assert_eq!(w.yields_left(), YIELDS - 1, "the rotation yield");
+        // A waiter that may not yield makes none (the thread is due again).
+        gave_cpu(1);
+        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).thread_waits_seldom(true);
+        w.rotate();
+        assert_eq!(w.yields_left(), 0, "a seldom waiter rotated");
+        let mut w = Waiter::under(SpinPolicy::Fixed(500), &e, None);
+        w.rotate();
+        assert_eq!(w.yields_left(), 0);
+        // Through `yielding`, as the mutex makes its waiters: one wait in ROTATE_ASK_EVERY
+        // asks, and the thread is due only until its rotation yield.
+        gave_cpu(1);
+        let adaptive = super::spin_policy() == SpinPolicy::Adaptive;
+        let rotated = (0..2 * ROTATE_ASK_EVERY)
+            .filter(|_| {
+                let w = Waiter::polling(&e, None, super::waiter::Subject::Nobody).yielding();
+                w.yields_left() + 1 == YIELDS
+            })
+            .count();
+        assert_eq!(rotated, usize::from(adaptive));
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
 fn a_waiter_whose_thread_waits_seldom_makes_no_yield_and_spins_its_budget_then_sleeps() {
     let e = SpinEstimate::new();
     // Barred from spinning, a waiter made yielding yields YIELDS times, unless its thread waits

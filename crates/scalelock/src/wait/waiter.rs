@@ -135,6 +135,18 @@
 //!   the scheduler for the time it spent off its CPU, not behind everyone. CPU time, not
 //!   time: a thread that waits often but was preempted between two waits (threads outnumber
 //!   CPUs) has done no other work meanwhile. A wait that ends within its spin never asks.
+//!   A thread that keeps taking a hot lock, waiting only within its spin, keeps its CPU until
+//!   its time slice runs out, while the waiters that yielded are runnable behind it: each of
+//!   them is back at the lock only after the slices of the threads ahead of it, and the
+//!   longest a thread goes without the lock grows with the number of threads per CPU times a
+//!   slice. So a yielding waiter whose thread has kept its CPU for longer than
+//!   `cadence::ROTATE_NS` since it last gave the CPU away (a yield, or a wait that slept)
+//!   begins its wait with a yield, the *rotation* (see `cadence`): the threads behind it get
+//!   a turn about that often, and the lock goes round them. The rotation yield stands for
+//!   the probe yield, which tells the same thing (whether other threads want this CPU); it
+//!   is made by waits that may yield (not where the thread waits seldom, nor where the lock's
+//!   waits keep spinning in vain, whose waiters doze: the lock's flow there is one CPU's
+//!   threads, see above).
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took.
 //! - `Fixed`: spin while the protocol allows it and the budget lasts, then sleep (no yields:
@@ -428,7 +440,13 @@ impl<'a> Waiter<'a> {
     /// outnumber CPUs.
     #[inline]
     pub(crate) fn yielding(self) -> Waiter<'a> {
-        self.yielding_under(super::spin_policy())
+        let mut w = self.yielding_under(super::spin_policy());
+        // One wait in `cadence::ROTATE_ASK_EVERY` asks (never under loom, whose models explore
+        // the yields).
+        if w.yielder && w.futile_waits < FUTILE_WAITS_DOZE && cadence::rotation_ask() {
+            w.rotate();
+        }
+        w
     }
 
     /// Lets this waiter yield from now on, as [`yielding`](Self::yielding) does, for a protocol
@@ -463,6 +481,25 @@ impl<'a> Waiter<'a> {
         // Under loom looks are never timed: reading the cycle would only add to the models.
         self.watch = cfg!(loom) || self.estimate.watch_turn();
         self
+    }
+
+    /// Makes the *rotation* yield (see the module docs) if this waiter's thread has kept its
+    /// CPU for longer than `cadence::ROTATE_NS` since it last gave the CPU away (see
+    /// `cadence::rotation_due`) and may yield. The yield stands for the probe yield: it tells
+    /// the same thing, whether other threads want this CPU. Out of line: one yielding wait in
+    /// `cadence::ROTATE_ASK_EVERY` comes here.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn rotate(&mut self) {
+        if self.yields == 0 || !cadence::rotation_due() || !self.may_yield() {
+            return;
+        }
+        self.probed = true;
+        self.yields -= 1;
+        if timed_yield() > QUICK_YIELD_NS {
+            // As after a probe yield that ran another thread (see `spin_or_yield`).
+            self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
+        }
     }
 
     /// Adds a grace spin of `ns`, for [`spin_grace`](Self::spin_grace): a short, fixed spin the
@@ -879,6 +916,10 @@ impl<'a> Waiter<'a> {
     #[inline]
     fn finish(self, ok: bool, handoff: bool) -> bool {
         let spun = self.spinner.spent_ns();
+        // A wait that slept or dozed gave the CPU away (a yield says so as it ends).
+        if self.slept_at != 0 {
+            gave_cpu_now();
+        }
         // Under loom looks are never timed (as above).
         if self.yielder && self.spinner.has_spun() && !cfg!(loom) {
             self.estimate.watched(self.retakes > 0);
@@ -932,12 +973,19 @@ fn stay_away(ns: u32) {
     while spinner.spin() {}
 }
 
+/// Tells `cadence` that this thread gave its CPU away, a sleep of its wait having ended. Out
+/// of line: every end of a wait tests whether to call it.
+#[cold]
+#[inline(never)]
+fn gave_cpu_now() {
+    cadence::gave_cpu(now_ns());
+}
+
 /// Yields the CPU and returns how long that took, in ns (see [`QUICK_YIELD_NS`]).
 #[inline]
 fn timed_yield() -> u64 {
     let t0 = now_ns();
-    yield_cpu();
-    now_ns().saturating_sub(t0)
+    yield_cpu().saturating_sub(t0)
 }
 
 /// The yields a yielding waiter may make under `policy`: only `Adaptive` yields.
