@@ -289,7 +289,9 @@ impl RawMutex {
         // steps, which keep waiters off a word they keep writing, would let a short hold's
         // release pass unseen whenever the releaser's next acquisition follows within a step:
         // the bench's mutex-short lost throughput that way.
-        let mut w = Waiter::polling(&self.spin, deadline, Subject::Held(self)).yielding();
+        let mut w = Waiter::polling(&self.spin, deadline, Subject::Held(self))
+            .yielding()
+            .rotating();
         let mut starving = false;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {

@@ -626,7 +626,8 @@ impl RawRwLock {
         // Polling (short steps): while it spins a reader only loads the word, and tries its
         // compare-exchange only when the word says it may enter; a writer looping on the lock
         // leaves it free for moments that a backed-off reader would miss.
-        let mut w = Waiter::polling(&self.spin, deadline, Subject::Lock(self.stats_key()));
+        let mut w =
+            Waiter::polling(&self.spin, deadline, Subject::Lock(self.stats_key())).rotating();
         // The turn counter when this thread first parked; once a writer has released the lock
         // to parked readers since then (the counter moved), this thread is `entitled`: it may
         // enter past waiting writers. Each acquisition is entitled at most once per write phase,
@@ -702,8 +703,9 @@ impl RawRwLock {
     ) -> bool {
         // After the learned spin, a short grace spin while only readers keep it out (see
         // DRAIN_SPIN_NS).
-        let mut w =
-            Waiter::new(&self.spin, deadline, Subject::Lock(self.stats_key())).grace(DRAIN_SPIN_NS);
+        let mut w = Waiter::new(&self.spin, deadline, Subject::Lock(self.stats_key()))
+            .grace(DRAIN_SPIN_NS)
+            .rotating();
         // Whether this thread has set WRITERS_WAITING (and so may have been woken for others).
         let mut waited = false;
         // Whether a wake-up has ended this thread's sleep: it may be the writer WRITER_WOKEN

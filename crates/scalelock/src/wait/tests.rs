@@ -493,34 +493,73 @@ fn a_thread_reads_the_clock_for_its_rotation_once_in_rotate_ask_every_waits_and_
 
 #[cfg(not(any(loom, miri)))]
 #[test]
-fn a_yielding_wait_of_a_thread_due_to_rotate_begins_with_a_yield() {
-    use super::cadence::{gave_cpu, ROTATE_ASK_EVERY};
+fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_policy() {
+    use super::cadence::{gave_cpu, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
+    use super::now_ns;
     std::thread::spawn(|| {
         let e = SpinEstimate::new();
-        // Due: the thread last gave its CPU away at the clock's start.
-        gave_cpu(1);
-        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
-        w.rotate();
+        // The thread last gave its CPU away at the clock's start (it is due), and the next
+        // ask is the one that reads the clock.
+        let due = || {
+            gave_cpu(1);
+            for _ in 1..ROTATE_ASK_EVERY {
+                assert!(!rotation_ask());
+            }
+        };
+        // No yield since `before`, or ROTATE_NS passed since: still due.
+        let rotated_since = |before: u64| !rotation_due() || now_ns() - before > ROTATE_NS;
+        let adaptive = SpinPolicy::Adaptive;
+        // A yielding waiter (the mutex's): the rotation is one of its yields.
+        due();
+        let w = Waiter::under(adaptive, &e, None).rotating_under(adaptive);
         assert_eq!(w.yields_left(), YIELDS - 1, "the rotation yield");
-        // A waiter that may not yield makes none (the thread is due again).
-        gave_cpu(1);
-        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).thread_waits_seldom(true);
-        w.rotate();
-        assert_eq!(w.yields_left(), 0, "a seldom waiter rotated");
-        let mut w = Waiter::under(SpinPolicy::Fixed(500), &e, None);
-        w.rotate();
+        // A waiter that does not yield (the rwlock's) rotates with a yield of its own.
+        due();
+        let before = now_ns();
+        let w = Waiter::under(adaptive, &e, None)
+            .not_yielding()
+            .rotating_under(adaptive);
         assert_eq!(w.yields_left(), 0);
-        // Through `yielding`, as the mutex makes its waiters: one wait in ROTATE_ASK_EVERY
+        assert!(rotated_since(before), "no rotation yield");
+        // Nothing rotates under other policies, where the thread waits seldom, or where the
+        // lock's waits keep spinning in vain (its yielding waiters doze): the thread stays due.
+        for policy in [
+            SpinPolicy::Never,
+            SpinPolicy::Fixed(500),
+            SpinPolicy::Always,
+        ] {
+            due();
+            let _ = Waiter::under(policy, &e, None).rotating_under(policy);
+            assert!(rotation_due(), "{policy:?}");
+        }
+        due();
+        let _ = Waiter::under(adaptive, &e, None)
+            .thread_waits_seldom(true)
+            .rotating_under(adaptive);
+        assert!(rotation_due(), "a seldom waiter rotated");
+        let futile = SpinEstimate::new();
+        for _ in 0..FUTILE_WAITS_DOZE {
+            futile.record(false, 0);
+        }
+        due();
+        let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive);
+        assert_eq!(w.yields_left(), YIELDS);
+        assert!(rotation_due(), "a dozer rotated");
+        // Through `rotating`, as the mutex makes its waiters: one wait in ROTATE_ASK_EVERY
         // asks, and the thread is due only until its rotation yield.
         gave_cpu(1);
-        let adaptive = super::spin_policy() == SpinPolicy::Adaptive;
         let rotated = (0..2 * ROTATE_ASK_EVERY)
             .filter(|_| {
-                let w = Waiter::polling(&e, None, super::waiter::Subject::Nobody).yielding();
+                let w = Waiter::polling(&e, None, super::waiter::Subject::Nobody)
+                    .yielding()
+                    .rotating();
                 w.yields_left() + 1 == YIELDS
             })
             .count();
-        assert_eq!(rotated, usize::from(adaptive));
+        assert_eq!(
+            rotated,
+            usize::from(super::spin_policy() == SpinPolicy::Adaptive)
+        );
     })
     .join()
     .unwrap();

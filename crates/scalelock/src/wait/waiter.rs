@@ -136,17 +136,19 @@
 //!   time: a thread that waits often but was preempted between two waits (threads outnumber
 //!   CPUs) has done no other work meanwhile. A wait that ends within its spin never asks.
 //!   A thread that keeps taking a hot lock, waiting only within its spin, keeps its CPU until
-//!   its time slice runs out, while the waiters that yielded are runnable behind it: each of
-//!   them is back at the lock only after the slices of the threads ahead of it, and the
-//!   longest a thread goes without the lock grows with the number of threads per CPU times a
-//!   slice. So a yielding waiter whose thread has kept its CPU for longer than
-//!   `cadence::ROTATE_NS` since it last gave the CPU away (a yield, or a wait that slept)
-//!   begins its wait with a yield, the *rotation* (see `cadence`): the threads behind it get
-//!   a turn about that often, and the lock goes round them. The rotation yield stands for
-//!   the probe yield, which tells the same thing (whether other threads want this CPU); it
-//!   is made by waits that may yield (not where the thread waits seldom, nor where the lock's
-//!   waits keep spinning in vain, whose waiters doze: the lock's flow there is one CPU's
-//!   threads, see above).
+//!   its time slice runs out, while the lock's waiters that yielded, and threads preempted,
+//!   are runnable behind it: each of them is back at the lock only after the slices of the
+//!   threads ahead of it, and the longest a thread goes without the lock grows with the
+//!   number of threads per CPU times a slice. So a waiter made [`rotating`](Waiter::rotating)
+//!   (the mutex's, and the rwlock's readers and writers) whose thread has kept its CPU for
+//!   longer than `cadence::ROTATE_NS` since it last gave the CPU away (a yield, or a wait that
+//!   slept) begins its wait with a yield, the *rotation* (see `cadence`): the threads behind
+//!   it get a turn about that often, and the lock goes round them. A yielding waiter's
+//!   rotation is one of its yields and stands for its probe yield, which tells the same
+//!   thing (whether other threads want this CPU). Nothing rotates where the thread waits
+//!   seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
+//!   the lock's flow there is one CPU's threads (see above). Readers of a `BiasedRwLock` that
+//!   take their slots never wait, and so never rotate.
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took.
 //! - `Fixed`: spin while the protocol allows it and the budget lasts, then sleep (no yields:
@@ -440,13 +442,30 @@ impl<'a> Waiter<'a> {
     /// outnumber CPUs.
     #[inline]
     pub(crate) fn yielding(self) -> Waiter<'a> {
-        let mut w = self.yielding_under(super::spin_policy());
-        // One wait in `cadence::ROTATE_ASK_EVERY` asks (never under loom, whose models explore
-        // the yields).
-        if w.yielder && w.futile_waits < FUTILE_WAITS_DOZE && cadence::rotation_ask() {
-            w.rotate();
+        self.yielding_under(super::spin_policy())
+    }
+
+    /// Begins this waiter's wait with the *rotation* yield, under `SpinPolicy::Adaptive`, if
+    /// its thread has kept its CPU for longer than `cadence::ROTATE_NS` since it last gave the
+    /// CPU away (see the module docs). Make it yielding first, if it is to be.
+    #[inline]
+    pub(crate) fn rotating(self) -> Waiter<'a> {
+        self.rotating_under(super::spin_policy())
+    }
+
+    /// [`rotating`](Self::rotating), under `policy`: only `Adaptive` rotates. One wait in
+    /// `cadence::ROTATE_ASK_EVERY` asks whether it is due (never under loom, whose models
+    /// explore the yields). Not a yielding waiter whose lock's waits keep spinning in vain: it
+    /// dozes instead, and the lock's flow is one CPU's threads (see the module docs).
+    #[inline]
+    pub(crate) fn rotating_under(mut self, policy: super::SpinPolicy) -> Waiter<'a> {
+        if policy == super::SpinPolicy::Adaptive
+            && !(self.yielder && self.futile_waits >= FUTILE_WAITS_DOZE)
+            && cadence::rotation_ask()
+        {
+            self.rotate();
         }
-        w
+        self
     }
 
     /// Lets this waiter yield from now on, as [`yielding`](Self::yielding) does, for a protocol
@@ -483,15 +502,19 @@ impl<'a> Waiter<'a> {
         self
     }
 
-    /// Makes the *rotation* yield (see the module docs) if this waiter's thread has kept its
-    /// CPU for longer than `cadence::ROTATE_NS` since it last gave the CPU away (see
-    /// `cadence::rotation_due`) and may yield. The yield stands for the probe yield: it tells
-    /// the same thing, whether other threads want this CPU. Out of line: one yielding wait in
-    /// `cadence::ROTATE_ASK_EVERY` comes here.
+    /// Makes the rotation yield if this waiter's thread has kept its CPU for longer than
+    /// `cadence::ROTATE_NS` since it last gave the CPU away (see `cadence::rotation_due`) and
+    /// does not wait seldom. A yielding waiter's rotation is one of its yields and stands for
+    /// its probe yield: it tells the same thing, whether other threads want this CPU. Out of
+    /// line: one wait in `cadence::ROTATE_ASK_EVERY` comes here.
     #[cold]
     #[inline(never)]
-    pub(super) fn rotate(&mut self) {
-        if self.yields == 0 || !cadence::rotation_due() || !self.may_yield() {
+    fn rotate(&mut self) {
+        if !cadence::rotation_due() || !self.may_yield() {
+            return;
+        }
+        if self.yields == 0 {
+            yield_cpu();
             return;
         }
         self.probed = true;
