@@ -1,6 +1,6 @@
 //! How often this thread waits, and how long it has kept its CPU: asked by a
 //! [`Waiter`](super::Waiter) at its first yield, since a yield pays only for a thread that
-//! waits often, and as a yielding wait begins, for the rotation (see the waiter's docs).
+//! waits often, and as a rotating wait begins, for the rotation (see the waiter's docs).
 //!
 //! ```text
 //!  a thread's CPU time ->   w: a wait begins (any lock);  x: a wait's first yield, where it
@@ -23,9 +23,10 @@
 //! adds one to a count.
 //!
 //! It also keeps when this thread last gave its CPU away (a yield ended, or a wait that
-//! slept), which a yielding waiter asks as its wait begins: a thread that has kept its CPU for
-//! longer than [`ROTATE_NS`] since begins its wait with a yield, the *rotation* (see the
-//! waiter's docs), so that the threads runnable behind it on its CPU get a turn.
+//! slept), which a rotating waiter (see `Waiter::rotating`) asks as its wait begins: a thread
+//! that has kept its CPU for longer than [`ROTATE_NS`] since begins its wait with a yield, the
+//! *rotation* (see the waiter's docs), so that the threads runnable behind it on its CPU get
+//! a turn.
 //!
 //! ```text
 //!  monotonic time ->        g: it gave the CPU away (a yield, a sleep);  a: a wait asks
@@ -72,14 +73,14 @@ std::thread_local! {
     static ROTATION_ASKS: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
 }
 
-/// A thread's yielding waits ask [`rotation_due`], which reads the clock, one in this many
+/// A thread's rotating waits ask [`rotation_due`], which reads the clock, one in this many
 /// only (see [`rotation_ask`]): a thread that waits every few hundred nanoseconds would notice
 /// a clock read on every wait.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const ROTATE_ASK_EVERY: u32 = 16;
 
 /// A thread that has kept its CPU for longer than this since it last gave it away yields as
-/// its next yielding wait begins (the *rotation*, see the module docs). It bounds how long a
+/// its next rotating wait begins (the *rotation*, see the module docs). It bounds how long a
 /// thread that keeps taking a hot lock holds its CPU while the lock's waiters are runnable
 /// behind it: without it a waiter that yielded was back only once that thread's time slice
 /// ran out, for each thread ahead of it. A rotation that switches threads costs a context
@@ -102,7 +103,7 @@ pub(crate) fn gave_cpu(now_ns: u64) {
     let _ = now_ns;
 }
 
-/// Whether a yielding wait of this thread, beginning now, should ask [`rotation_due`]: true on
+/// Whether a rotating wait of this thread, beginning now, should ask [`rotation_due`]: true on
 /// every [`ROTATE_ASK_EVERY`]th call since the thread last gave its CPU away, when that one
 /// last asked. No clock is read. Never under loom or Miri, nor while the thread's locals are
 /// being destroyed.
