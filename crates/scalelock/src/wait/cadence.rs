@@ -84,8 +84,10 @@ pub(crate) const ROTATE_ASK_EVERY: u32 = 16;
 /// thread that keeps taking a hot lock holds its CPU while the lock's waiters are runnable
 /// behind it: without it a waiter that yielded was back only once that thread's time slice
 /// ran out, for each thread ahead of it. A rotation that switches threads costs a context
-/// switch each way, a few microseconds, so one in this long costs the rotating thread a few
-/// percent of its CPU time at most; where nobody else wants the CPU it is a bare system call.
+/// switch each way, a few microseconds, and the caches the next thread refills: a few
+/// percent of the CPU time where threads rotate this often (most where they do little but
+/// take the lock, as the bench's `mutex-short`); where nobody else wants the CPU it is a
+/// bare system call.
 // Under loom and Miri nothing rotates.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const ROTATE_NS: u64 = 100_000;
@@ -104,9 +106,9 @@ pub(crate) fn gave_cpu(now_ns: u64) {
 }
 
 /// Whether a rotating wait of this thread, beginning now, should ask [`rotation_due`]: true on
-/// every [`ROTATE_ASK_EVERY`]th call since the thread last gave its CPU away, when that one
-/// last asked. No clock is read. Never under loom or Miri, nor while the thread's locals are
-/// being destroyed.
+/// every [`ROTATE_ASK_EVERY`]th call, counted from the thread's last yield or sleep, or from
+/// the last call that said yes. No clock is read. Never under loom or Miri, nor while the
+/// thread's locals are being destroyed.
 #[inline]
 pub(crate) fn rotation_ask() -> bool {
     #[cfg(not(any(loom, miri)))]
