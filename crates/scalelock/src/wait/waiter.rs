@@ -515,12 +515,21 @@ impl<'a> Waiter<'a> {
         }
         if self.yields == 0 {
             yield_cpu();
-            return;
+        } else {
+            self.probe_yield();
         }
+    }
+
+    /// Makes the probe yield (see the module docs), one of this waiter's yields, which it may
+    /// make: a yield that ran another thread means another thread wanted this CPU, so the
+    /// waiter spins only about as long as a spin that paid took on this lock (twice the
+    /// estimate, so that it can still grow), not the margin an idle CPU affords; the rest of
+    /// its wait is yields.
+    #[inline]
+    fn probe_yield(&mut self) {
         self.probed = true;
         self.yields -= 1;
         if timed_yield() > QUICK_YIELD_NS {
-            // As after a probe yield that ran another thread (see `spin_or_yield`).
             self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
         }
     }
@@ -552,14 +561,7 @@ impl<'a> Waiter<'a> {
             if !self.probed && self.yields > 0 && self.spinner.spent_ns() >= self.probe_at {
                 self.probed = true;
                 if self.may_yield() {
-                    self.yields -= 1;
-                    if timed_yield() > QUICK_YIELD_NS {
-                        // Another thread wanted this CPU: spin only about as long as a spin
-                        // that paid took on this lock (twice the estimate, so that it can still
-                        // grow), not the margin an idle CPU affords; the rest of the wait is
-                        // yields.
-                        self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
-                    }
+                    self.probe_yield();
                     return true;
                 }
             }
