@@ -158,7 +158,7 @@ fn dump_has_every_lock_the_memory_map_holds_and_stacks() {
     assert_eq!(written.len(), 1, "{written:?}");
     let file = written[0].clone();
     let dump = std::fs::read_to_string(&file).expect("the library wrote the dump");
-    assert!(dump.starts_with("scalelock-lockstat-dump 1\n"), "{dump}");
+    assert!(dump.starts_with("scalelock-lockstat-dump 2\n"), "{dump}");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&file).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600, "the report is private");

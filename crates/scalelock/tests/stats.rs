@@ -177,6 +177,49 @@ fn forced_contention_is_recorded_at_the_waiting_call_site() {
 }
 
 #[test]
+fn a_wait_counts_its_yields_and_the_time_they_took() {
+    let _s = serial();
+    stats::set_sample_period(1 << 20);
+    stats::enable();
+    stats::reset();
+    let m = Arc::new(Mutex::new(0u64));
+    let a = addr_of(&m);
+    let g = m.lock();
+    // A fresh thread waits often (see the wait layer's cadence): under the adaptive policy
+    // its wait spins, yields its CPU a few times, then sleeps.
+    let m2 = Arc::clone(&m);
+    let waiter = std::thread::spawn(move || *m2.lock() += 1);
+    let t0 = Instant::now();
+    // SAFETY: reading the raw lock's state only.
+    while !unsafe { m.raw() }.is_contended() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    drop(g);
+    waiter.join().unwrap();
+
+    let r = stats::report();
+    stats::disable();
+    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
+
+    let c = &lock_report(&r, a).expect("lock recorded").counters;
+    assert_eq!(c.contended, 1, "{c:?}");
+    assert!(c.sleeps >= 1, "{c:?}");
+    if scalelock::wait::spin_policy() == scalelock::wait::SpinPolicy::Adaptive {
+        assert!(c.yields >= 1, "the waiter yielded before it slept: {c:?}");
+        assert!(c.yield_ns > 0, "{c:?}");
+    }
+    assert!(
+        c.yield_ns <= c.wait_ns,
+        "the yields were part of the wait: {c:?}"
+    );
+    let text = r.to_string();
+    assert!(
+        text.contains("yields") && text.contains("yielded"),
+        "{text}"
+    );
+}
+
+#[test]
 fn raw_lock_api_path_records_per_lock_only() {
     let _s = serial();
     stats::enable();
@@ -294,6 +337,8 @@ fn fixed_report() -> Report {
         hold_samples: 2,
         hold_ns: 3_000_000,
         max_hold_ns: 2_000_000,
+        yields: 3,
+        yield_ns: 21_000,
         ..Default::default()
     };
     Report {
@@ -343,14 +388,14 @@ fn report_text_is_formatted_like_lockstat() {
 scalelock lockstat: 4 contention events, 40.0us total wait, in 2.50s (recording on; hold times sampled 1 in 1024)
 
     Count  indv  cuml      wait  avg wait  max wait  Lock                             Caller
------------------------------------------------------------------------------------------------------------
+----------------------------------------------------------------------------------------------------------------------------
         3   75%   75%    30.0us    10.0us    15.0us  table_cache                      src/table.rs:120
         1   25%  100%    10.0us    10.0us    10.0us  table_cache                      -
 
-   Acquired Contended     %      spin  sleeps handoff      wait  avg hold  max hold  Lock
------------------------------------------------------------------------------------------------------------
-       2000         4    0%     2.5us       2       1    40.0us    1.50ms    2.00ms  table_cache
-          5         0    0%       0ns       0       0       0ns         -         -  0x7f002000@src/pool.rs:12
+   Acquired Contended     %      spin  yields   yielded  sleeps handoff      wait  avg hold  max hold  Lock
+----------------------------------------------------------------------------------------------------------------------------
+       2000         4    0%     2.5us       3    21.0us       2       1    40.0us    1.50ms    2.00ms  table_cache
+          5         0    0%       0ns       0       0ns       0       0       0ns         -         -  0x7f002000@src/pool.rs:12
 ";
     let r = fixed_report();
     assert_eq!(r.to_string(), expected);
@@ -382,12 +427,13 @@ fn report_json_is_complete_on_fixed_data() {
          \"locks\":[{{\"lock\":{{\"addr\":2130710528,\"name\":\"table_cache\",\"created\":null}},\
          \"acquisitions\":2000,\"contended\":4,\"timeouts\":0,\"spin_ns\":2500,\"sleeps\":2,\
          \"handoffs\":1,\"wait_ns\":40000,\"max_wait_ns\":15000,\"hold_samples\":2,\
-         \"hold_ns\":3000000,\"max_hold_ns\":2000000,\"wait_histogram\":[{}]}}],\
+         \"hold_ns\":3000000,\"max_hold_ns\":2000000,\"yields\":3,\"yield_ns\":21000,\
+         \"wait_histogram\":[{}]}}],\
          \"sites\":[{{\"lock\":{{\"addr\":2130710528,\"name\":\"table_cache\",\"created\":null}},\
          \"site\":{{\"file\":\"crates/db/src/table.rs\",\"line\":120}},\"acquisitions\":1000,\
          \"contended\":3,\"timeouts\":0,\"spin_ns\":0,\"sleeps\":0,\"handoffs\":0,\
          \"wait_ns\":30000,\"max_wait_ns\":15000,\"hold_samples\":0,\"hold_ns\":0,\
-         \"max_hold_ns\":0,\"wait_histogram\":[{}]}}]}}",
+         \"max_hold_ns\":0,\"yields\":0,\"yield_ns\":0,\"wait_histogram\":[{}]}}]}}",
         zeros(""),
         zeros("3")
     );

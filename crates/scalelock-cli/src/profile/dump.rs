@@ -63,18 +63,24 @@ fn hex(s: &str) -> Option<u64> {
     u64::from_str_radix(s.strip_prefix("0x")?, 16).ok()
 }
 
-/// Parses a report; an error names the first line it cannot read.
+/// The first line of a version-1 dump, written before lockstat counted yields: its lines
+/// have every counter but the last two (`yields` and `yield_ns`, which read as 0).
+const MAGIC_V1: &str = "scalelock-lockstat-dump 1";
+
+/// Parses a report (a version-1 dump too); an error names the first line it cannot read.
 pub fn parse(text: &str) -> Result<Dump, String> {
     let mut lines = text.lines().enumerate();
-    match lines.next() {
-        Some((_, l)) if l == scalelock::stats::DUMP_MAGIC => {}
+    // How many counters a lock or site line has.
+    let scalars = match lines.next() {
+        Some((_, l)) if l == scalelock::stats::DUMP_MAGIC => Counters::SCALARS,
+        Some((_, l)) if l == MAGIC_V1 => Counters::SCALARS - 2,
         _ => {
             return Err(format!(
                 "not a lockstat dump (no \"{}\")",
                 scalelock::stats::DUMP_MAGIC
             ))
         }
-    }
+    };
     let mut d = Dump::default();
     let mut in_maps = false;
     for (n, line) in lines {
@@ -96,10 +102,10 @@ pub fn parse(text: &str) -> Result<Dump, String> {
             "maps" => in_maps = true,
             "lock" | "site" => {
                 // The address, the counters, then the label (which may hold spaces).
-                let mut f = rest.splitn(Counters::SCALARS + 2, ' ');
+                let mut f = rest.splitn(scalars + 2, ' ');
                 let addr = f.next().and_then(hex).ok_or_else(bad)?;
                 let mut counters = Counters::default();
-                for (_, v) in counters.scalars_mut() {
+                for (_, v) in counters.scalars_mut().into_iter().take(scalars) {
                     *v = f.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
                 }
                 let label = f.next().unwrap_or("-");
@@ -157,6 +163,23 @@ mod tests {
         assert_eq!(d.sites[1].caller, None);
         assert_eq!(d.maps.len(), 1);
         assert_eq!(d.stacks[0].frames, vec![0x401, 0x502]);
+        // Version 1 had no yields.
+        assert_eq!(d.locks[0].counters.yields, 0);
+        let v2 = text
+            .replace("dump 1", "dump 2")
+            .replace(" 40 30 first", " 40 30 4 9000 first")
+            .replace(" 0 0 0 addr", " 0 0 0 0 0 addr")
+            .replace(" 1 5 5 unknown", " 1 5 5 0 0 unknown");
+        let d = parse(&v2).unwrap();
+        assert_eq!(d.locks[0].counters.max_hold_ns, 30);
+        assert_eq!(
+            (d.locks[0].counters.yields, d.locks[0].counters.yield_ns),
+            (4, 9_000)
+        );
+        assert_eq!(d.locks[0].first_user, Some(0x400));
+        // A version-1 line read as version 2 runs out of counters: the label is no number.
+        let short = text.replace("dump 1", "dump 2");
+        assert!(parse(&short).is_err());
     }
 
     /// Every counter goes through scalelock's dump writer and this parser with its own
@@ -179,10 +202,17 @@ mod tests {
             (1_000, 100, 2, true, true),
             (5_000, 300, 4, false, false),
             (2_500, 40, 0, true, true),
-            (700, 0, 0, true, true),
         ] {
             raw::contended(lock, caller, wait, spun, sleeps, handoff, ok);
         }
+        let yielded = stats::Wait {
+            wait_ns: 700,
+            yields: 2,
+            yield_ns: 1_700,
+            handoff: true,
+            ..Default::default()
+        };
+        raw::waited(lock, caller, &yielded);
         for hold in [900, 2_000, 3_300, 10, 20] {
             raw::held(lock, caller, hold);
         }
@@ -217,6 +247,8 @@ mod tests {
             hold_samples: 5,
             hold_ns: 6_230,
             max_hold_ns: 3_300,
+            yields: 2,
+            yield_ns: 1_700,
             ..Default::default()
         };
         assert_eq!(parsed.counters, expected, "{text}");

@@ -134,6 +134,14 @@ declare_counters! {
     hold_ns: sum,
     /// Longest sampled hold, in nanoseconds.
     max_hold_ns: max,
+    /// Times a waiter gave its CPU away with a yield (`sched_yield`) during its wait. Last in
+    /// the list (as `yield_ns`), so that a version-1 dump, written before they were counted,
+    /// still reads (see [`DUMP_MAGIC`](super::DUMP_MAGIC)).
+    yields: sum,
+    /// Wall time those yields took, in nanoseconds: while a yield lasts, the CPU runs the
+    /// other threads runnable on it, so this is the part of the wait spent waiting for a turn
+    /// on the CPU (see `wait_ns`).
+    yield_ns: sum,
 }
 
 impl Counters {
@@ -175,6 +183,8 @@ mod tests {
             hold_samples: 9,
             hold_ns: 10,
             max_hold_ns: 11,
+            yields: 12,
+            yield_ns: 13,
             wait_histogram: [0; HIST_BUCKETS],
         };
         assert_eq!(c, expected);
@@ -192,7 +202,9 @@ mod tests {
                 "max_wait_ns",
                 "hold_samples",
                 "hold_ns",
-                "max_hold_ns"
+                "max_hold_ns",
+                "yields",
+                "yield_ns"
             ]
         );
     }
@@ -223,5 +235,47 @@ mod tests {
             assert_eq!(m, want, "{name}");
         }
         assert_eq!(a.wait_histogram[3], 7);
+    }
+}
+
+/// One contended acquisition (or timed-out attempt) of a lock: what lockstat adds to the
+/// lock's counters (and its call site's) for it. scalelock's own locks fill it in as they
+/// wait; a lock of your own reports one through [`raw::waited`](super::raw::waited).
+///
+/// ```
+/// let w = scalelock::stats::Wait { wait_ns: 3_000, yields: 2, yield_ns: 2_500, ..Default::default() };
+/// assert!(w.ok, "a wait ends with the lock unless it says otherwise");
+/// assert_eq!(w.sleeps, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// How long the wait took, in nanoseconds.
+    pub wait_ns: u64,
+    /// How much of it was spent spinning, in nanoseconds (calibrated spin time).
+    pub spun_ns: u64,
+    /// Times the waiter went to sleep.
+    pub sleeps: u64,
+    /// Times the waiter gave its CPU away with a yield.
+    pub yields: u64,
+    /// Wall time those yields took, in nanoseconds.
+    pub yield_ns: u64,
+    /// The lock was handed over to the waiter.
+    pub handoff: bool,
+    /// The wait ended with the lock (false: it timed out).
+    pub ok: bool,
+}
+
+impl Default for Wait {
+    /// A wait of no time that ended with the lock.
+    fn default() -> Wait {
+        Wait {
+            wait_ns: 0,
+            spun_ns: 0,
+            sleeps: 0,
+            yields: 0,
+            yield_ns: 0,
+            handoff: false,
+            ok: true,
+        }
     }
 }

@@ -17,7 +17,8 @@
 //!
 //! `ADDR` and `CODE` are hexadecimal (`0x..`); `COUNTERS` are the decimal values of
 //! [`Counters::scalars`](super::Counters::scalars), in its order (every counter but the
-//! histogram).
+//! histogram). Version 2 added the last two, `yields` and `yield_ns`; a version-1 dump has
+//! every counter before them.
 
 use super::counters::Counters;
 use super::report::FdWriter;
@@ -28,9 +29,9 @@ use core::sync::atomic::Ordering;
 /// The first line of a dump (it names the format and its version).
 ///
 /// ```
-/// assert_eq!(scalelock::stats::DUMP_MAGIC, "scalelock-lockstat-dump 1");
+/// assert_eq!(scalelock::stats::DUMP_MAGIC, "scalelock-lockstat-dump 2");
 /// ```
-pub const DUMP_MAGIC: &str = "scalelock-lockstat-dump 1";
+pub const DUMP_MAGIC: &str = "scalelock-lockstat-dump 2";
 
 pub(crate) fn write_dump_fd(fd: i32) {
     let mut w = FdWriter::new(fd);

@@ -6,6 +6,7 @@
 
 use super::table::{self, Entry, Label, SITE_TOTAL, SITE_UNKNOWN};
 use super::HoldSampled;
+use super::Wait;
 use crate::wait::now_ns;
 use core::cell::Cell;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
@@ -59,19 +60,11 @@ fn current_site() -> usize {
 
 /// Records one contended acquisition (or timed-out attempt) of the raw lock at `lock`.
 #[cold]
-pub(crate) fn record_wait(
-    lock: usize,
-    site: usize,
-    wait_ns: u64,
-    spun_ns: u64,
-    sleeps: u64,
-    handoff: bool,
-    ok: bool,
-) -> Option<&'static Entry> {
+pub(crate) fn record_wait(lock: usize, site: usize, wait: &Wait) -> Option<&'static Entry> {
     let total = table::lookup(lock, SITE_TOTAL, true)?;
-    total.add_wait(wait_ns, spun_ns, sleeps, handoff, ok);
+    total.add_wait(wait);
     if let Some(e) = table::lookup(lock, site, true) {
-        e.add_wait(wait_ns, spun_ns, sleeps, handoff, ok);
+        e.add_wait(wait);
     }
     Some(total)
 }
@@ -183,10 +176,13 @@ fn sample_site(total: &'static Entry, lock: usize, site: usize) -> &'static Entr
 }
 
 /// Statistics gathered by one call of a raw lock's contended path. The hook lines in the lock
-/// create one on entry, report sleeps, and pass every result through [`Recorder::done`].
+/// create one on entry, report sleeps and yields, and pass every result through
+/// [`Recorder::done`].
 pub(crate) struct Recorder {
     start: u64,
     sleeps: u32,
+    yields: u32,
+    yield_ns: u64,
 }
 
 impl Recorder {
@@ -196,6 +192,8 @@ impl Recorder {
         Recorder {
             start: if on() { now_ns().max(1) } else { 0 },
             sleeps: 0,
+            yields: 0,
+            yield_ns: 0,
         }
     }
 
@@ -205,6 +203,8 @@ impl Recorder {
         Recorder {
             start: 0,
             sleeps: 0,
+            yields: 0,
+            yield_ns: 0,
         }
     }
 
@@ -212,6 +212,35 @@ impl Recorder {
     #[inline]
     pub(crate) fn sleep(&mut self) {
         self.sleeps = self.sleeps.saturating_add(1);
+    }
+
+    /// The waiter gave its CPU away with a yield that took `took_ns`.
+    #[inline]
+    pub(crate) fn yielded(&mut self, took_ns: u64) {
+        self.yields = self.yields.saturating_add(1);
+        self.yield_ns = self.yield_ns.saturating_add(took_ns);
+    }
+
+    /// What this recorder has gathered, for a wait that ends now with `ok` after spinning
+    /// `spun_ns`; `handoff` if the lock was handed over.
+    #[inline]
+    fn wait(&self, ok: bool, spun_ns: u32, handoff: bool) -> Wait {
+        Wait {
+            wait_ns: now_ns().saturating_sub(self.start),
+            spun_ns: spun_ns as u64,
+            sleeps: self.sleeps as u64,
+            yields: self.yields as u64,
+            yield_ns: self.yield_ns,
+            handoff,
+            ok,
+        }
+    }
+
+    /// Whether the wait did anything lockstat counts: spun, slept, yielded, took a hand-off,
+    /// or timed out.
+    #[inline]
+    fn waited(&self, ok: bool, spun_ns: u32, handoff: bool) -> bool {
+        spun_ns != 0 || self.sleeps != 0 || self.yields != 0 || handoff || !ok
     }
 
     /// The contended path ends with `ok` (acquired, or false: timed out) after spinning
@@ -224,7 +253,7 @@ impl Recorder {
         spun_ns: u32,
         handoff: bool,
     ) -> bool {
-        if self.start != 0 && (spun_ns != 0 || self.sleeps != 0 || handoff || !ok) {
+        if self.start != 0 && self.waited(ok, spun_ns, handoff) {
             self.record(raw, ok, spun_ns, handoff);
         }
         ok
@@ -234,7 +263,7 @@ impl Recorder {
     /// the lock at address `lock`; no hold sampling.
     #[inline]
     pub(crate) fn done_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) -> bool {
-        if self.start != 0 && (spun_ns != 0 || self.sleeps != 0 || handoff || !ok) {
+        if self.start != 0 && self.waited(ok, spun_ns, handoff) {
             self.record_at(lock, ok, spun_ns, handoff);
         }
         ok
@@ -252,33 +281,14 @@ impl Recorder {
 
     #[cold]
     fn record_at(&self, lock: usize, ok: bool, spun_ns: u32, handoff: bool) {
-        let wait = now_ns().saturating_sub(self.start);
-        let sleeps = self.sleeps as u64;
-        let _ = record_wait(
-            lock,
-            current_site(),
-            wait,
-            spun_ns as u64,
-            sleeps,
-            handoff,
-            ok,
-        );
+        let _ = record_wait(lock, current_site(), &self.wait(ok, spun_ns, handoff));
     }
 
     #[cold]
     fn record(&self, raw: &dyn HoldSampled, ok: bool, spun_ns: u32, handoff: bool) {
         let lock = raw.stats_key();
-        let wait = now_ns().saturating_sub(self.start);
         let site = current_site();
-        let total = record_wait(
-            lock,
-            site,
-            wait,
-            spun_ns as u64,
-            self.sleeps as u64,
-            handoff,
-            ok,
-        );
+        let total = record_wait(lock, site, &self.wait(ok, spun_ns, handoff));
         // Time the hold that follows: always after a sleep or a hand-off (the lock is then held
         // with CONTENDED set already, so its unlock takes the contended path anyway and the
         // sample costs two clock reads), otherwise once per sample period. So the holds of

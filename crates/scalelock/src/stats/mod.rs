@@ -5,7 +5,9 @@
 //! Every scalelock lock records, when recording is on, what Solaris `lockstat` and mutrace
 //! show: per lock and per acquisition site, acquisitions, contended acquisitions, spin time,
 //! sleeps, hand-offs, total and maximum wait, sampled total and maximum hold time, and a log2
-//! wait-time histogram. [`report`] reads it back as data ([`Report`], with [`Report::to_json`])
+//! wait-time histogram; and the yields a wait made and the wall time they took (the part of the
+//! wait spent letting other threads run on the waiter's CPU, which is where a wait grows past
+//! its spin when threads outnumber CPUs). [`report`] reads it back as data ([`Report`], with [`Report::to_json`])
 //! or as a text table sorted by total wait time.
 //!
 //! **Where the numbers live.** One fixed, open-addressed table of 4096 cache-line-aligned
@@ -101,7 +103,7 @@ pub(crate) trait HoldSampled {
     fn mark_contended(&self);
 }
 
-pub use counters::Counters;
+pub use counters::{Counters, Wait};
 pub use report::{LockId, LockReport, Report, Site, SiteReport};
 
 use crate::wait::now_ns;
@@ -494,20 +496,35 @@ pub mod raw {
         handoff: bool,
         ok: bool,
     ) {
-        #[cfg(all(feature = "lockstat", not(loom)))]
-        if hook::on() {
-            let _ = hook::record_wait(
-                lock,
-                table::site_of_address(caller),
+        waited(
+            lock,
+            caller,
+            &super::Wait {
                 wait_ns,
                 spun_ns,
                 sleeps,
                 handoff,
                 ok,
-            );
+                ..Default::default()
+            },
+        );
+    }
+
+    /// Records one contended acquisition (or timed-out attempt) of `lock` from `caller`, as
+    /// [`contended`] does, with everything a [`Wait`](super::Wait) tells (its yields too).
+    ///
+    /// ```
+    /// use scalelock::stats::{raw, Wait};
+    ///
+    /// raw::waited(0x1000, 0, &Wait { wait_ns: 9_000, yields: 3, yield_ns: 6_000, ..Default::default() });
+    /// ```
+    pub fn waited(lock: usize, caller: usize, wait: &super::Wait) {
+        #[cfg(all(feature = "lockstat", not(loom)))]
+        if hook::on() {
+            let _ = hook::record_wait(lock, table::site_of_address(caller), wait);
         }
         #[cfg(not(all(feature = "lockstat", not(loom))))]
-        let _ = (lock, caller, wait_ns, spun_ns, sleeps, handoff, ok);
+        let _ = (lock, caller, wait);
     }
 
     /// Records one hold of `lock`, acquired at `caller`, that lasted `hold_ns`.

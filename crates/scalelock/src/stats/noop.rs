@@ -21,6 +21,9 @@ impl Recorder {
     pub(crate) fn sleep(&mut self) {}
 
     #[inline(always)]
+    pub(crate) fn yielded(&mut self, _took_ns: u64) {}
+
+    #[inline(always)]
     pub(crate) fn done(
         &self,
         _raw: &dyn HoldSampled,

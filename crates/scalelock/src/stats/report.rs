@@ -490,7 +490,7 @@ fn pct(part: u64, whole: u64) -> u64 {
     }
 }
 
-const RULE: &str = "-----------------------------------------------------------------------------------------------------------\n";
+const RULE: &str = "----------------------------------------------------------------------------------------------------------------------------\n";
 
 pub(crate) fn write_header(w: &mut dyn fmt::Write, h: &Header) -> fmt::Result {
     writeln!(
@@ -550,18 +550,30 @@ pub(crate) fn write_locks(
 ) -> fmt::Result {
     write!(
         w,
-        "\n{:>11} {:>9} {:>5} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}  Lock\n{RULE}",
-        "Acquired", "Contended", "%", "spin", "sleeps", "handoff", "wait", "avg hold", "max hold"
+        "\n{:>11} {:>9} {:>5} {:>9} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}  Lock\n{RULE}",
+        "Acquired",
+        "Contended",
+        "%",
+        "spin",
+        "yields",
+        "yielded",
+        "sleeps",
+        "handoff",
+        "wait",
+        "avg hold",
+        "max hold"
     )?;
     for (lock, c) in rows {
         let acquired = StackU64(c.acquisitions);
         writeln!(
             w,
-            "{:>11} {:>9} {:>4}% {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}  {:#}",
+            "{:>11} {:>9} {:>4}% {:>9} {:>7} {:>9} {:>7} {:>7} {:>9} {:>9} {:>9}  {:#}",
             acquired,
             c.contended,
             pct(c.contended, c.acquisitions.max(c.contended)),
             Dur(c.spin_ns),
+            c.yields,
+            Dur(c.yield_ns),
             c.sleeps,
             c.handoffs,
             Dur(c.wait_ns),

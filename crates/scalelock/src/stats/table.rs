@@ -16,6 +16,7 @@
 //!   odd            (code address << 1) | 1, a C caller's return address (preload)
 //! ```
 
+use super::Wait;
 use core::panic::Location;
 use core::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
@@ -127,6 +128,8 @@ pub(crate) struct Entry {
     pub(crate) hold_samples: AtomicU64,
     pub(crate) hold_ns: AtomicU64,
     pub(crate) max_hold_ns: AtomicU64,
+    pub(crate) yields: AtomicU64,
+    pub(crate) yield_ns: AtomicU64,
     /// Totals entry only: start of a sampled hold in progress (0: none) and its site.
     pub(crate) hold_start: AtomicU64,
     pub(crate) hold_site: AtomicUsize,
@@ -158,6 +161,8 @@ impl Entry {
             hold_samples: ZERO,
             hold_ns: ZERO,
             max_hold_ns: ZERO,
+            yields: ZERO,
+            yield_ns: ZERO,
             hold_start: ZERO,
             hold_site: AtomicUsize::new(0),
             wait_hist: [ZERO; HIST_BUCKETS],
@@ -257,30 +262,27 @@ impl Entry {
     }
 
     /// Adds one contention (or timed-out attempt) record.
-    pub(crate) fn add_wait(
-        &self,
-        wait_ns: u64,
-        spun_ns: u64,
-        sleeps: u64,
-        handoff: bool,
-        ok: bool,
-    ) {
+    pub(crate) fn add_wait(&self, w: &Wait) {
         self.contended.fetch_add(1, Ordering::Relaxed);
-        if !ok {
+        if !w.ok {
             self.timeouts.fetch_add(1, Ordering::Relaxed);
         }
-        if spun_ns != 0 {
-            self.spin_ns.fetch_add(spun_ns, Ordering::Relaxed);
+        if w.spun_ns != 0 {
+            self.spin_ns.fetch_add(w.spun_ns, Ordering::Relaxed);
         }
-        if sleeps != 0 {
-            self.sleeps.fetch_add(sleeps, Ordering::Relaxed);
+        if w.sleeps != 0 {
+            self.sleeps.fetch_add(w.sleeps, Ordering::Relaxed);
         }
-        if handoff {
+        if w.yields != 0 {
+            self.yields.fetch_add(w.yields, Ordering::Relaxed);
+            self.yield_ns.fetch_add(w.yield_ns, Ordering::Relaxed);
+        }
+        if w.handoff {
             self.handoffs.fetch_add(1, Ordering::Relaxed);
         }
-        self.wait_ns.fetch_add(wait_ns, Ordering::Relaxed);
-        self.max_wait_ns.fetch_max(wait_ns, Ordering::Relaxed);
-        self.wait_hist[hist_bucket(wait_ns)].fetch_add(1, Ordering::Relaxed);
+        self.wait_ns.fetch_add(w.wait_ns, Ordering::Relaxed);
+        self.max_wait_ns.fetch_max(w.wait_ns, Ordering::Relaxed);
+        self.wait_hist[hist_bucket(w.wait_ns)].fetch_add(1, Ordering::Relaxed);
     }
 
     /// Adds one sampled hold time.
@@ -305,6 +307,8 @@ impl Entry {
             &self.hold_samples,
             &self.hold_ns,
             &self.max_hold_ns,
+            &self.yields,
+            &self.yield_ns,
             &self.hold_start,
         ] {
             c.store(0, Ordering::Relaxed);

@@ -514,7 +514,7 @@ impl<'a> Waiter<'a> {
             return;
         }
         if self.yields == 0 {
-            yield_cpu();
+            self.yield_cpu();
         } else {
             self.probe_yield();
         }
@@ -529,7 +529,7 @@ impl<'a> Waiter<'a> {
     fn probe_yield(&mut self) {
         self.probed = true;
         self.yields -= 1;
-        if timed_yield() > QUICK_YIELD_NS {
+        if self.yield_cpu() > QUICK_YIELD_NS {
             self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
         }
     }
@@ -588,10 +588,9 @@ impl<'a> Waiter<'a> {
         }
         if yield_ok && modelled && self.yields > 0 && !self.timed_out() && self.may_yield() {
             self.yields -= 1;
+            let took = self.yield_cpu();
             if self.retakes >= RETAKES_FUTILE {
-                self.yielded(timed_yield());
-            } else {
-                yield_cpu();
+                self.yielded(took);
             }
             return true;
         }
@@ -880,6 +879,17 @@ impl<'a> Waiter<'a> {
         );
     }
 
+    /// Gives the CPU away (see `spin::yield_cpu`), records the yield in lockstat, and returns
+    /// how long it took, in ns (see [`QUICK_YIELD_NS`]). Every yield of a wait goes through
+    /// here; one clock read more than the yield's own is nothing next to its system call.
+    #[inline]
+    fn yield_cpu(&mut self) -> u64 {
+        let t0 = now_ns();
+        let took = yield_cpu().saturating_sub(t0);
+        self.rec.yielded(took);
+        took
+    }
+
     #[inline]
     fn before_sleep(&mut self) {
         if self.slept_at == 0 {
@@ -1004,13 +1014,6 @@ fn stay_away(ns: u32) {
 #[inline(never)]
 fn gave_cpu_now() {
     cadence::gave_cpu(now_ns());
-}
-
-/// Yields the CPU and returns how long that took, in ns (see [`QUICK_YIELD_NS`]).
-#[inline]
-fn timed_yield() -> u64 {
-    let t0 = now_ns();
-    yield_cpu().saturating_sub(t0)
 }
 
 /// The yields a yielding waiter may make under `policy`: only `Adaptive` yields.
