@@ -298,17 +298,18 @@ impl Profile {
         let _ = writeln!(o, "\nLocks, by {sort} (top {top})");
         let _ = writeln!(
             o,
-            "{:>10} {:>9} {:>10} {:>10} {:>8} {:>10} {:>10}  Lock",
-            "Acquired", "Contended", "Wait", "Max wait", "Holds", "Avg hold", "Max hold"
+            "{:>10} {:>9} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}  Lock",
+            "Acquired", "Contended", "Wait", "Yielded", "Max wait", "Holds", "Avg hold", "Max hold"
         );
         for l in self.locks.iter().take(top) {
             let c = &l.counters;
             let _ = writeln!(
                 o,
-                "{:>10} {:>9} {:>10} {:>10} {:>8} {:>10} {:>10}  {}",
+                "{:>10} {:>9} {:>10} {:>10} {:>10} {:>8} {:>10} {:>10}  {}",
                 c.acquisitions,
                 c.contended,
                 duration(c.wait_ns),
+                duration(c.yield_ns),
                 duration(c.max_wait_ns),
                 c.hold_samples,
                 duration(c.avg_hold_ns()),
@@ -409,14 +410,23 @@ mod tests {
 
     #[test]
     fn text_and_json_carry_the_rows() {
-        let p = build(&sample(), SortKey::Wait, 4);
+        let mut d = sample();
+        d.locks[0].counters.yields = 2;
+        d.locks[0].counters.yield_ns = 450;
+        let p = build(&d, SortKey::Wait, 4);
         let t = p.text(2);
         assert!(t.contains("Call sites, by wait (top 2)"), "{t}");
         assert!(t.contains("pool"), "{t}");
+        // The lock that waited longest spent 450 ns of its 600 ns of waiting in yields.
+        let row = t.lines().find(|l| l.ends_with("0x10@0x1")).unwrap();
+        assert!(row.contains(" 600 ns     450 ns "), "{t}");
+        assert!(t.contains("Yielded"), "{t}");
         let j: serde_json::Value = serde_json::from_str(&p.json()).unwrap();
         assert_eq!(j["sites"].as_array().unwrap().len(), 3);
         assert_eq!(j["sort"], "wait");
         assert_eq!(j["locks"][0]["wait_ns"], 600);
+        assert_eq!(j["locks"][0]["yields"], 2);
+        assert_eq!(j["locks"][0]["yield_ns"], 450);
     }
 
     #[test]
