@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::bounded;
+use common::{bounded, until_a_waiter_sleeps};
 use scalelock::stats::{self, Counters, LockId, LockReport, Report, Site, SiteReport};
 use scalelock::{Condvar, Mutex, RawMutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -17,6 +17,16 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Takes `SERIAL` and turns recording on for a fresh interval, with hold samples so rare that
+/// none marks a lock contended: `is_contended` can then only mean that a waiter sleeps.
+fn recording_without_hold_samples() -> std::sync::MutexGuard<'static, ()> {
+    let s = serial();
+    stats::set_sample_period(1 << 20);
+    stats::enable();
+    stats::reset();
+    s
 }
 
 fn addr_of<T>(m: &Mutex<T>) -> usize {
@@ -121,12 +131,7 @@ fn counts_are_exact_for_a_scripted_single_threaded_sequence() {
 
 #[test]
 fn forced_contention_is_recorded_at_the_waiting_call_site() {
-    let _s = serial();
-    // A long period: no hold sample marks the lock contended, so `is_contended` below can only
-    // mean "the waiter is asleep".
-    stats::set_sample_period(1 << 20);
-    stats::enable();
-    stats::reset();
+    let _s = recording_without_hold_samples();
     let m = Arc::new(Mutex::new(0u64));
     let a = addr_of(&m);
     let (tx, rx) = mpsc::channel();
@@ -135,11 +140,7 @@ fn forced_contention_is_recorded_at_the_waiting_call_site() {
         let mut g = m2.lock();
         tx.send(()).unwrap();
         // Hold until the waiter sleeps on the lock (bounded), then a little longer.
-        let t0 = Instant::now();
-        // SAFETY: reading the raw lock's state only.
-        while !unsafe { m2.raw() }.is_contended() && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_micros(200));
-        }
+        until_a_waiter_sleeps(&m2, Duration::from_micros(200));
         std::thread::sleep(Duration::from_millis(5));
         *g += 1;
     });
@@ -178,10 +179,7 @@ fn forced_contention_is_recorded_at_the_waiting_call_site() {
 
 #[test]
 fn a_wait_counts_its_yields_and_the_time_they_took() {
-    let _s = serial();
-    stats::set_sample_period(1 << 20);
-    stats::enable();
-    stats::reset();
+    let _s = recording_without_hold_samples();
     let m = Arc::new(Mutex::new(0u64));
     let a = addr_of(&m);
     let g = m.lock();
@@ -189,11 +187,7 @@ fn a_wait_counts_its_yields_and_the_time_they_took() {
     // its wait spins, yields its CPU a few times, then sleeps.
     let m2 = Arc::clone(&m);
     let waiter = std::thread::spawn(move || *m2.lock() += 1);
-    let t0 = Instant::now();
-    // SAFETY: reading the raw lock's state only.
-    while !unsafe { m.raw() }.is_contended() && t0.elapsed() < Duration::from_secs(5) {
-        std::thread::sleep(Duration::from_micros(200));
-    }
+    until_a_waiter_sleeps(&m, Duration::from_micros(200));
     drop(g);
     waiter.join().unwrap();
 

@@ -1,6 +1,8 @@
 //! The promises of the wait layer: policy, calibration, spinning, learning, deadlines, futex.
 #![cfg(not(loom))]
 
+mod common;
+
 use lock_api::{RawMutexTimed as _, RawRwLockTimed as _, RawRwLockUpgradeTimed as _};
 use scalelock::wait::{
     futex, pause_ps, set_spin_policy, spin_policy, spin_until, Awake, Clock, Deadline, SpinBudget,
@@ -318,11 +320,7 @@ fn waking_a_sleeper_measures_the_cost_of_sleeping() {
         let m2 = std::sync::Arc::clone(&m);
         let t = std::thread::spawn(move || *m2.lock() += 1);
         // Let the other thread exhaust its spin and go to sleep.
-        let t0 = Instant::now();
-        // SAFETY: `raw()` only reads the raw lock's contention flag here; nothing is unlocked.
-        while !unsafe { m.raw() }.is_contended() && t0.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        common::until_a_waiter_sleeps(&m, Duration::from_millis(1));
         drop(g);
         t.join().unwrap();
     }

@@ -53,3 +53,15 @@ pub fn busy(iters: u32) {
         std::hint::black_box(i);
     }
 }
+
+/// Waits, for 5 s at most and polling every `step`, until a thread sleeps on `m`: its raw lock
+/// says a waiter may be asleep (which a lockstat hold sample also says: a test that relies on
+/// this makes samples rare).
+#[cfg(not(loom))]
+pub fn until_a_waiter_sleeps<T>(m: &scalelock::Mutex<T>, step: Duration) {
+    let t0 = std::time::Instant::now();
+    // SAFETY: `raw()` only reads the raw lock's contention flag here; nothing is unlocked.
+    while !unsafe { m.raw() }.is_contended() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(step);
+    }
+}
