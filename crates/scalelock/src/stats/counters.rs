@@ -243,7 +243,9 @@ mod tests {
 /// wait; a lock of your own reports one through [`raw::waited`](super::raw::waited).
 ///
 /// ```
-/// let w = scalelock::stats::Wait { wait_ns: 3_000, yields: 2, yield_ns: 2_500, ..Default::default() };
+/// use scalelock::stats::Wait;
+///
+/// let w = Wait { wait_ns: 3_000, yields: 2, yield_ns: 2_500, ..Default::default() };
 /// assert!(w.ok, "a wait ends with the lock unless it says otherwise");
 /// assert_eq!(w.sleeps, 0);
 /// ```

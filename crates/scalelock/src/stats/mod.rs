@@ -5,10 +5,10 @@
 //! Every scalelock lock records, when recording is on, what Solaris `lockstat` and mutrace
 //! show: per lock and per acquisition site, acquisitions, contended acquisitions, spin time,
 //! sleeps, hand-offs, total and maximum wait, sampled total and maximum hold time, and a log2
-//! wait-time histogram; and the yields a wait made and the wall time they took (the part of the
-//! wait spent letting other threads run on the waiter's CPU, which is where a wait grows past
-//! its spin when threads outnumber CPUs). [`report`] reads it back as data ([`Report`], with [`Report::to_json`])
-//! or as a text table sorted by total wait time.
+//! wait-time histogram; and the yields its waits made and the wall time they took (the part
+//! of a wait spent letting other threads run on the waiter's CPU, which is where a wait grows
+//! past its spin when threads outnumber CPUs). [`report`] reads it back as data ([`Report`],
+//! with [`Report::to_json`]) or as a text table sorted by total wait time.
 //!
 //! **Where the numbers live.** One fixed, open-addressed table of 4096 cache-line-aligned
 //! entries in `.bss`, keyed by `(lock address, call site)`; site 0 holds the lock's totals.
@@ -516,7 +516,8 @@ pub mod raw {
     /// ```
     /// use scalelock::stats::{raw, Wait};
     ///
-    /// raw::waited(0x1000, 0, &Wait { wait_ns: 9_000, yields: 3, yield_ns: 6_000, ..Default::default() });
+    /// let wait = Wait { wait_ns: 9_000, yields: 3, yield_ns: 6_000, ..Default::default() };
+    /// raw::waited(0x1000, 0, &wait);
     /// ```
     pub fn waited(lock: usize, caller: usize, wait: &super::Wait) {
         #[cfg(all(feature = "lockstat", not(loom)))]

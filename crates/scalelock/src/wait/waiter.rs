@@ -514,7 +514,7 @@ impl<'a> Waiter<'a> {
             return;
         }
         if self.yields == 0 {
-            self.yield_cpu();
+            self.yield_timed();
         } else {
             self.probe_yield();
         }
@@ -529,7 +529,7 @@ impl<'a> Waiter<'a> {
     fn probe_yield(&mut self) {
         self.probed = true;
         self.yields -= 1;
-        if self.yield_cpu() > QUICK_YIELD_NS {
+        if self.yield_timed() > QUICK_YIELD_NS {
             self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
         }
     }
@@ -588,7 +588,7 @@ impl<'a> Waiter<'a> {
         }
         if yield_ok && modelled && self.yields > 0 && !self.timed_out() && self.may_yield() {
             self.yields -= 1;
-            let took = self.yield_cpu();
+            let took = self.yield_timed();
             if self.retakes >= RETAKES_FUTILE {
                 self.yielded(took);
             }
@@ -883,7 +883,7 @@ impl<'a> Waiter<'a> {
     /// how long it took, in ns (see [`QUICK_YIELD_NS`]). Every yield of a wait goes through
     /// here; one clock read more than the yield's own is nothing next to its system call.
     #[inline]
-    fn yield_cpu(&mut self) -> u64 {
+    fn yield_timed(&mut self) -> u64 {
         let t0 = now_ns();
         let took = yield_cpu().saturating_sub(t0);
         self.rec.yielded(took);
