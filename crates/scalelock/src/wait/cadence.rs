@@ -22,11 +22,11 @@
 //! gap then runs from that last reading, over the waits begun since. A wait's beginning only
 //! adds one to a count.
 //!
-//! It also keeps when this thread last gave its CPU away (a yield ended, or a wait that
-//! slept), which a rotating waiter (see `Waiter::rotating`) asks as its wait begins: a thread
-//! that has kept its CPU for longer than [`ROTATE_NS`] since begins its wait with a yield, the
-//! *rotation* (see the waiter's docs), so that the threads runnable behind it on its CPU get
-//! a turn.
+//! It also keeps when this thread last gave its CPU away (a yield or a futex sleep ended,
+//! whoever made it), which a rotating waiter (see `Waiter::rotating`) asks as its wait
+//! begins: a thread that has kept its CPU for longer than [`ROTATE_NS`] since begins its wait
+//! with a yield, the *rotation* (see the waiter's docs), so that the threads runnable behind
+//! it on its CPU get a turn.
 //!
 //! ```text
 //!  monotonic time ->        g: it gave the CPU away (a yield, a sleep);  a: a wait asks
@@ -92,8 +92,8 @@ pub(crate) const ROTATE_ASK_EVERY: u32 = 16;
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const ROTATE_NS: u64 = 100_000;
 
-/// This thread gave its CPU away, at `now_ns` (monotonic): a yield, or a wait that slept,
-/// ended then. Does nothing under loom or Miri.
+/// This thread gave its CPU away, at `now_ns` (monotonic): a yield or a futex sleep ended
+/// then (`spin::yield_cpu` and `futex::wait_outcome_in` say so). Does nothing under loom or Miri.
 #[inline]
 pub(crate) fn gave_cpu(now_ns: u64) {
     #[cfg(not(any(loom, miri)))]

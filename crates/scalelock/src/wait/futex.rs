@@ -139,15 +139,24 @@ pub fn wait_outcome_in(
             class,
         )
     };
-    if r == 0 {
-        super::note_woken(slept_at);
-        return WaitOutcome::Woken;
-    }
     // SAFETY: reading errno right after a failed syscall on this thread.
-    if unsafe { *libc::__errno_location() } == libc::ETIMEDOUT {
-        WaitOutcome::TimedOut
+    let errno = if r == 0 {
+        0
     } else {
-        WaitOutcome::NotWoken
+        unsafe { *libc::__errno_location() }
+    };
+    // Unless the word had changed (EAGAIN: the thread never slept), the thread gave its CPU
+    // away: every sleep tells `cadence` so, as every yield does (see `spin::yield_cpu`).
+    if errno != libc::EAGAIN {
+        super::cadence::gave_cpu(super::now_ns());
+    }
+    match errno {
+        0 => {
+            super::note_woken(slept_at);
+            WaitOutcome::Woken
+        }
+        libc::ETIMEDOUT => WaitOutcome::TimedOut,
+        _ => WaitOutcome::NotWoken,
     }
 }
 

@@ -493,6 +493,39 @@ fn a_thread_reads_the_clock_for_its_rotation_once_in_rotate_ask_every_waits_and_
 
 #[cfg(not(any(loom, miri)))]
 #[test]
+fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_does_not() {
+    use super::cadence::{gave_cpu, rotation_due, ROTATE_NS};
+    use super::now_ns;
+    std::thread::spawn(|| {
+        let word = AtomicU32::new(0);
+        // Long ago: the thread is due to rotate.
+        gave_cpu(1);
+        assert!(rotation_due());
+        // The word does not hold the value expected: no sleep, nothing given away.
+        assert_eq!(
+            futex::wait_outcome(&word, 1, None),
+            futex::WaitOutcome::NotWoken
+        );
+        assert!(rotation_due(), "a wait that never slept");
+        // A sleep that its deadline ends (as a condvar's timed wait, which no Waiter sees).
+        let before = now_ns();
+        let nap = Deadline::after(Duration::from_micros(10));
+        assert_eq!(
+            futex::wait_outcome(&word, 0, Some(&nap)),
+            futex::WaitOutcome::TimedOut
+        );
+        let due = rotation_due();
+        assert!(
+            !due || now_ns() - before > ROTATE_NS,
+            "due within ROTATE_NS of a sleep"
+        );
+    })
+    .join()
+    .unwrap();
+}
+
+#[cfg(not(any(loom, miri)))]
+#[test]
 fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_policy() {
     use super::cadence::{gave_cpu, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
     use super::now_ns;

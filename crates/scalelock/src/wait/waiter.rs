@@ -141,9 +141,9 @@
 //!   threads ahead of it, and the longest a thread goes without the lock grows with the
 //!   number of threads per CPU times a slice. So a waiter made [`rotating`](Waiter::rotating)
 //!   (the mutex's, and the rwlock's readers and writers) whose thread has kept its CPU for
-//!   longer than `cadence::ROTATE_NS` since it last gave the CPU away (a yield, or a wait that
-//!   slept) begins its wait with a yield, the *rotation* (see `cadence`): the threads behind
-//!   it get a turn about that often, and the lock goes round them. A yielding waiter's
+//!   longer than `cadence::ROTATE_NS` since it last gave the CPU away (a yield or a sleep,
+//!   a condvar's too) begins its wait with a yield, the *rotation* (see `cadence`): the
+//!   threads behind it get a turn about that often, and the lock goes round them. A yielding waiter's
 //!   rotation is one of its yields and stands for its probe yield, which tells the same
 //!   thing (whether other threads want this CPU). Nothing rotates where the thread waits
 //!   seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
@@ -951,10 +951,6 @@ impl<'a> Waiter<'a> {
     #[inline]
     fn finish(self, ok: bool, handoff: bool) -> bool {
         let spun = self.spinner.spent_ns();
-        // A wait that slept or dozed gave the CPU away (a yield says so as it ends).
-        if self.slept_at != 0 {
-            gave_cpu_now();
-        }
         // Under loom looks are never timed (as above).
         if self.yielder && self.spinner.has_spun() && !cfg!(loom) {
             self.estimate.watched(self.retakes > 0);
@@ -1006,14 +1002,6 @@ pub(crate) fn catch_test(
 fn stay_away(ns: u32) {
     let mut spinner = Spinner::polling(SpinBudget::Nanos(ns));
     while spinner.spin() {}
-}
-
-/// Tells `cadence` that this thread gave its CPU away, a sleep of its wait having ended. Out
-/// of line: every end of a wait tests whether to call it.
-#[cold]
-#[inline(never)]
-fn gave_cpu_now() {
-    cadence::gave_cpu(now_ns());
 }
 
 /// The yields a yielding waiter may make under `policy`: only `Adaptive` yields.
