@@ -33,6 +33,10 @@
 //! the mutex and leaves its count only once they are running again; it also lets a condvar wait
 //! on a mutex that glibc serves (robust, priority-inherit), which scalelock's cannot.
 //!
+//! The woken waiter re-takes a mutex the library serves as scalelock's `Condvar` does: spinning,
+//! then sleeping, without the yields of a plain `pthread_mutex_lock` (see
+//! `scalelock::RawMutex::lock_woken`).
+//!
 //! # Cancellation
 //!
 //! `pthread_cond_wait`, `_timedwait` and `_clockwait` are cancellation points, as in glibc, for

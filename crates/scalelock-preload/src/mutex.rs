@@ -129,6 +129,16 @@ impl Mutex {
         }
     }
 
+    /// [`take`](Self::take) for a thread just woken from a condvar wait (see
+    /// `RawMutex::lock_woken`).
+    #[inline(never)]
+    fn take_woken(&self, caller: usize) {
+        if !self.raw.try_lock() {
+            stats::waiting_at(caller, || self.raw.lock_woken());
+        }
+        self.count_acquired(caller);
+    }
+
     /// Counts an acquisition at `caller` and starts timing the hold, while lockstat records.
     #[inline]
     fn count_acquired(&self, caller: usize) {
@@ -317,7 +327,7 @@ pub(crate) unsafe fn reacquire_after_wait(
     // SAFETY: the caller's promise.
     match unsafe { route(m) } {
         Route::Ours((mx, ty)) => {
-            mx.take(caller);
+            mx.take_woken(caller);
             if ty == RECURSIVE || ty == ERRORCHECK {
                 mx.owner.store(me(), Ordering::Relaxed);
                 mx.count.store(released.depth, Ordering::Relaxed);

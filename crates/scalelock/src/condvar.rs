@@ -10,7 +10,8 @@
 //! - `wait` queues its entry while still holding the user's mutex, unlocks it, and sleeps on the
 //!   entry's word until a notifier claims the entry (or the deadline passes). It then re-takes
 //!   the mutex as a thread that has slept (see [`RawMutex`]), which leaves the mutex marked so
-//!   that its unlock wakes the next sleeper: it may have been requeued there behind others.
+//!   that its unlock wakes the next sleeper: it may have been requeued there behind others. Its
+//!   wait for the mutex spins and sleeps but never yields (see the mutex's docs).
 //! - `notify_one` dequeues the oldest entry, claims it and wakes its thread. It returns whether
 //!   there was one.
 //! - `notify_all` dequeues every entry and claims them all. It moves the threads whose mutex is

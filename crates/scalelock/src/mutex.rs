@@ -48,6 +48,17 @@
 //! it. It sleeps on the word again, announced, once it has waited longer than
 //! [`STARVATION_NS`]: `STARVING` then ends the barging that kept it out.
 //!
+//! A thread that re-takes the mutex after a condition variable's wait (scalelock's `Condvar`,
+//! or a caller's own through [`RawMutex::lock_woken`]) makes no yields: it spins while spinning
+//! pays, then sleeps. It has just been woken, and the scheduler placed it for the time it spent
+//! asleep (on Linux's EEVDF, ahead of threads that have used their share); a yield moves a
+//! thread's deadline a time slice later, behind every runnable thread that has not run its
+//! slice, and where threads outnumber CPUs each yield of such a waiter lasted milliseconds
+//! (MariaDB's thread pool under the preload library: its workers' re-takes after their condvar
+//! waits spent nearly all of their waiting in yields). A sleeper is woken by the release and
+//! placed again. Its thread was off its CPU, so the yields' saving (no futex wake for a thread
+//! that takes the lock again and again) does not apply to it.
+//!
 //! # State word
 //!
 //! ```text
@@ -156,7 +167,7 @@ impl RawMutex {
             .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            self.lock_slow(None, false);
+            self.lock_slow(None, false, true);
         }
     }
 
@@ -217,7 +228,7 @@ impl RawMutex {
         self.state
             .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
-            || self.lock_slow(Some(deadline), false)
+            || self.lock_slow(Some(deadline), false, true)
     }
 
     /// Releases the mutex.
@@ -268,10 +279,33 @@ impl RawMutex {
     }
 
     /// Acquires the mutex as a thread that has already slept (a condvar waiter that may have been
-    /// requeued onto this mutex): it may take a hand-off and leaves `MAYBE_SLEEPING` set.
+    /// requeued onto this mutex): it may take a hand-off, leaves `MAYBE_SLEEPING` set, and makes
+    /// no yields (see the module docs).
     #[inline]
     pub(crate) fn lock_after_wake(&self) {
-        self.lock_slow(None, true);
+        self.lock_slow(None, true, false);
+    }
+
+    /// Acquires the mutex for a thread just woken from a wait on something else (a condition
+    /// variable the caller implements itself): as [`lock`](Self::lock), but a contended wait
+    /// spins while spinning pays and then sleeps, without yielding its CPU (see the module
+    /// docs).
+    ///
+    /// ```
+    /// use lock_api::RawMutex as _;
+    /// use scalelock::RawMutex;
+    ///
+    /// static RAW: RawMutex = RawMutex::INIT;
+    /// RAW.lock_woken();
+    /// assert!(RAW.is_locked());
+    /// // SAFETY: locked just above by this thread.
+    /// unsafe { RAW.unlock() };
+    /// ```
+    #[inline]
+    pub fn lock_woken(&self) {
+        if !self.try_lock_idle() {
+            self.lock_slow(None, false, false);
+        }
     }
 
     /// The futex word, the target of a condvar's requeue.
@@ -280,18 +314,21 @@ impl RawMutex {
     }
 
     /// The contended path of `lock`. `slept` is true for a thread that has already slept (see
-    /// `lock_after_wake`). Returns false only if `deadline` passed first.
+    /// `lock_after_wake`); `yields` is false for a thread re-taking the mutex after a condition
+    /// variable's wait (see the module docs). Returns false only if `deadline` passed first.
     #[cold]
-    fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool) -> bool {
+    fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool, yields: bool) -> bool {
         // The waiter polls in short steps (see Spinner::polling): while the lock is held it
         // only reads the word, which costs the holder nothing until the holder writes it, and
         // it writes the word only once it has read it free (or to announce a sleep). Backoff
         // steps, which keep waiters off a word they keep writing, would let a short hold's
         // release pass unseen whenever the releaser's next acquisition follows within a step:
         // the bench's mutex-short lost throughput that way.
-        let mut w = Waiter::polling(&self.spin, deadline, Subject::Held(self))
-            .yielding()
-            .rotating();
+        let mut w = Waiter::polling(&self.spin, deadline, Subject::Held(self));
+        if yields {
+            w = w.yielding();
+        }
+        let mut w = w.rotating();
         let mut starving = false;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {

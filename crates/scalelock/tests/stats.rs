@@ -214,6 +214,36 @@ fn a_wait_counts_its_yields_and_the_time_they_took() {
 }
 
 #[test]
+fn a_woken_thread_waits_for_the_mutex_without_yields() {
+    let _s = recording_without_hold_samples();
+    let m = Arc::new(Mutex::new(0u64));
+    let a = addr_of(&m);
+    let g = m.lock();
+    // The same wait as above, as a thread re-taking the mutex after a condvar's wait: it
+    // spins, then sleeps, and yields under no policy.
+    let m2 = Arc::clone(&m);
+    let waiter = std::thread::spawn(move || {
+        // SAFETY: the raw lock is taken and released by this thread, around nothing else.
+        unsafe {
+            m2.raw().lock_woken();
+            m2.raw().unlock();
+        }
+    });
+    until_a_waiter_sleeps(&m, Duration::from_micros(200));
+    drop(g);
+    waiter.join().unwrap();
+
+    let r = stats::report();
+    stats::disable();
+    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
+
+    let c = &lock_report(&r, a).expect("lock recorded").counters;
+    assert_eq!(c.contended, 1, "{c:?}");
+    assert!(c.sleeps >= 1, "{c:?}");
+    assert_eq!((c.yields, c.yield_ns), (0, 0), "{c:?}");
+}
+
+#[test]
 fn raw_lock_api_path_records_per_lock_only() {
     let _s = serial();
     stats::enable();
