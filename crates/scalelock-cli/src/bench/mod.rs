@@ -334,6 +334,7 @@ pub fn run_child_point(
         threads: vec![trial.threads],
         quick: false,
         default_sweep: false,
+        duration: trial.duration,
     };
     let point = w
         .plan(&sel)
@@ -406,6 +407,7 @@ pub fn run(opts: &Options) -> Result<(), Error> {
         threads: threads.clone(),
         quick: opts.quick,
         default_sweep: opts.threads.is_none(),
+        duration,
     };
 
     let mut plan = Vec::new();

@@ -31,6 +31,16 @@ use std::time::Duration;
 /// See the module docs.
 pub struct MariadbSysbench;
 
+/// What a round of the script takes besides its sysbench runs, about (starting the servers,
+/// preparing the tables, waiting for the servers to be idle before each run): shared out over
+/// the round's points in the time estimate the bench prints at its start.
+const ROUND_SETUP: Duration = Duration::from_secs(14);
+
+/// How long sysbench runs at each point for a bench `duration`: whole seconds, at least 5.
+fn sysbench_secs(duration: Duration) -> u64 {
+    duration.as_secs().max(5)
+}
+
 /// The bench's lock names and the script's.
 const LOCKS: [(&str, &str); 2] = [("pthread", "glibc"), ("scalelock", "scalelock")];
 const CASES: [&str; 2] = ["oltp_read_only", "oltp_read_write"];
@@ -112,6 +122,11 @@ impl Workload for MariadbSysbench {
             quick: sel.quick,
             results: Mutex::new(HashMap::new()),
         });
+        // A point's run is a sysbench run, not the harness's window (see Point::overhead).
+        let per_round = CASES.len() * locks.len() * sel.threads.len();
+        let overhead = Duration::from_secs(sysbench_secs(sel.duration))
+            .saturating_sub(sel.duration)
+            + ROUND_SETUP / per_round.max(1) as u32;
         let mut points = Vec::new();
         for case in CASES {
             for &(bench_lock, script_lock) in LOCKS.iter().filter(|(_, s)| locks.contains(s)) {
@@ -124,7 +139,8 @@ impl Workload for MariadbSysbench {
                             shared.point(case, script_lock, threads, round, trial)
                         })
                         .case(case)
-                        .own_process(),
+                        .own_process()
+                        .overhead(overhead),
                     );
                 }
             }
@@ -166,7 +182,7 @@ impl Shared {
         let results_file = dir.join("results.txt");
         let hist_dir = dir.join("histograms");
         let threads: Vec<String> = self.threads.iter().map(usize::to_string).collect();
-        let secs = duration.as_secs().max(5);
+        let secs = sysbench_secs(duration);
         let mut cmd = Command::new("bash");
         cmd.arg(&script);
         if self.quick {
@@ -314,6 +330,29 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_point_is_estimated_at_its_sysbench_run_and_a_share_of_the_round() {
+        let sel = |ms: u64| Selection {
+            locks: None,
+            threads: vec![32, 128],
+            quick: false,
+            default_sweep: false,
+            duration: Duration::from_millis(ms),
+        };
+        // 2 workloads x 2 locks x 2 thread counts: 8 points to a round.
+        let short = MariadbSysbench.plan(&sel(100));
+        assert_eq!(short.len(), 8);
+        let share = ROUND_SETUP / 8;
+        for p in &short {
+            // sysbench runs 5 s where the harness's window is 100 ms.
+            assert_eq!(p.overhead, Duration::from_millis(4900) + share);
+        }
+        // A window of whole seconds past the minimum is sysbench's own length.
+        for p in MariadbSysbench.plan(&sel(7000)) {
+            assert_eq!(p.overhead, share);
+        }
+    }
 
     #[test]
     fn parses_results_and_histograms() {

@@ -169,6 +169,9 @@ pub struct Selection {
     /// `--threads` was not given: `threads` is the default sweep, and a workload may add thread
     /// counts of its own (the mutex hammer's 64 threads).
     pub default_sweep: bool,
+    /// The measured window of each run (`--duration-ms`), for a workload whose runs take a time
+    /// of their own (a server's benchmark) to say how long they take.
+    pub duration: std::time::Duration,
 }
 
 impl Selection {
@@ -343,6 +346,7 @@ mod tests {
             threads: vec![1, 2],
             quick: true,
             default_sweep: false,
+            duration: std::time::Duration::from_millis(100),
         };
         for w in all() {
             let points = w.plan(&sel);
@@ -427,6 +431,7 @@ mod tests {
                 threads: vec![3],
                 quick: true,
                 default_sweep: false,
+                duration: std::time::Duration::from_millis(100),
             };
             for p in w.plan(&sel) {
                 let m = (p.run)(&trial(p.threads))
@@ -477,6 +482,7 @@ mod tests {
             threads: vec![1, 4],
             quick: true,
             default_sweep: false,
+            duration: std::time::Duration::from_millis(100),
         };
         for w in all() {
             for p in w.plan(&sel) {

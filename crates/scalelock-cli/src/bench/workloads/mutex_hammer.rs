@@ -99,6 +99,7 @@ mod tests {
             threads: vec![1, 128],
             quick,
             default_sweep,
+            duration: std::time::Duration::from_millis(100),
         };
         MutexHammer.plan(&sel).iter().map(|p| p.threads).collect()
     }
