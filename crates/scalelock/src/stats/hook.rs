@@ -59,14 +59,18 @@ fn current_site() -> usize {
 }
 
 /// Records one contended acquisition (or timed-out attempt) of the raw lock at `lock`.
+///
+/// Where the table has no room for the lock (or the site), the wait is recorded in the
+/// overflow's entries (see `table::OVERFLOW`); the lock's own totals entry is returned, `None`
+/// where it has none.
 #[cold]
 pub(crate) fn record_wait(lock: usize, site: usize, wait: &Wait) -> Option<&'static Entry> {
-    let total = table::lookup(lock, SITE_TOTAL, true)?;
+    let total = table::record_entry(lock, SITE_TOTAL)?;
     total.add_wait(wait);
-    if let Some(e) = table::lookup(lock, site, true) {
+    if let Some(e) = table::record_entry(lock, site) {
         e.add_wait(wait);
     }
-    Some(total)
+    (!table::is_overflow(total)).then_some(total)
 }
 
 /// Starts a sampled hold of `raw` (held by the caller) at `site`: notes the time and marks the
@@ -105,7 +109,7 @@ fn end_hold(lock: usize) {
     total.add_hold(held);
     let site = total.hold_site.load(Ordering::Relaxed);
     if site != SITE_TOTAL {
-        if let Some(e) = table::lookup(lock, site, true) {
+        if let Some(e) = table::record_entry(lock, site) {
             e.add_hold(held);
         }
     }
@@ -169,7 +173,7 @@ fn lookup_for_wrapper(
 #[cold]
 fn sample_site(total: &'static Entry, lock: usize, site: usize) -> &'static Entry {
     let period = total.sample_mask.load(Ordering::Relaxed) + 1;
-    if let Some(e) = table::lookup(lock, site, true) {
+    if let Some(e) = table::record_entry(lock, site) {
         e.acquisitions.fetch_add(period, Ordering::Relaxed);
     }
     total

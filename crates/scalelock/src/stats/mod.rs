@@ -446,9 +446,9 @@ pub mod raw {
     pub fn acquired_by(lock: usize, caller: usize) {
         #[cfg(all(feature = "lockstat", not(loom)))]
         if hook::on() {
-            if let Some(e) = table::lookup(lock, table::SITE_TOTAL, true) {
+            if let Some(e) = table::record_entry(lock, table::SITE_TOTAL) {
                 e.acquisitions.fetch_add(1, Ordering::Relaxed);
-                if caller != 0 {
+                if caller != 0 && !table::is_overflow(e) {
                     e.set_first_user(caller);
                 }
             }
@@ -466,11 +466,11 @@ pub mod raw {
     pub fn acquired(lock: usize, caller: usize) {
         #[cfg(all(feature = "lockstat", not(loom)))]
         if hook::on() {
-            if let Some(e) = table::lookup(lock, table::SITE_TOTAL, true) {
+            if let Some(e) = table::record_entry(lock, table::SITE_TOTAL) {
                 e.acquisitions.fetch_add(1, Ordering::Relaxed);
             }
             if caller != 0 {
-                if let Some(e) = table::lookup(lock, table::site_of_address(caller), true) {
+                if let Some(e) = table::record_entry(lock, table::site_of_address(caller)) {
                     e.acquisitions.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -536,11 +536,11 @@ pub mod raw {
     pub fn held(lock: usize, caller: usize, hold_ns: u64) {
         #[cfg(all(feature = "lockstat", not(loom)))]
         if hook::on() {
-            if let Some(e) = table::lookup(lock, table::SITE_TOTAL, true) {
+            if let Some(e) = table::record_entry(lock, table::SITE_TOTAL) {
                 e.add_hold(hold_ns);
             }
             if caller != 0 {
-                if let Some(e) = table::lookup(lock, table::site_of_address(caller), true) {
+                if let Some(e) = table::record_entry(lock, table::site_of_address(caller)) {
                     e.add_hold(hold_ns);
                 }
             }

@@ -221,7 +221,11 @@ pub struct Report {
     pub interval_ns: u64,
     /// Hold times and per-site acquisitions are sampled once per this many acquisitions.
     pub sample_period: u64,
-    /// Events not recorded because the table was full.
+    /// Events not recorded because the table was full. Where the table is full around a lock's
+    /// slot, the events that add to shared counters (the waits of every lock, the acquisitions
+    /// and holds of C locks, per-site samples) are recorded under one more lock row, named
+    /// `(other locks: table full)`, by call site; the rest (a Rust `Mutex`'s own acquisition
+    /// count and hold timing, which need an entry of the lock's own) are dropped.
     pub dropped: u64,
     /// Locks, by total wait time (longest first), then by acquisitions.
     pub locks: Vec<LockReport>,
@@ -700,7 +704,7 @@ fn top_entries(
     let top = top.min(FD_MAX_ROWS);
     let mut best = [(0u64, 0u64, 0usize); FD_MAX_ROWS];
     let mut n = 0;
-    for (i, e) in table::TABLE.iter().enumerate() {
+    for (i, e) in table::all().enumerate() {
         let Some((_, site)) = e.key() else { continue };
         if !keep(e, site) {
             continue;
@@ -760,7 +764,7 @@ pub(crate) fn write_fd(fd: i32, top: usize) {
         &mut w,
         header.wait_ns,
         &mut sites[..n].iter().map(|&(_, _, i)| {
-            let e = &table::TABLE[i];
+            let e = table::entry_at(i);
             let (lock, site) = e.key().unwrap_or((0, SITE_TOTAL));
             SiteRow {
                 lock: lock_id_of(lock),
@@ -775,7 +779,7 @@ pub(crate) fn write_fd(fd: i32, top: usize) {
     let _ = write_locks(
         &mut w,
         &mut locks[..n].iter().map(|&(_, _, i)| {
-            let e = &table::TABLE[i];
+            let e = table::entry_at(i);
             let lock = e.lock_addr();
             (LockId::from_label(lock, e.label()), Counters::from_entry(e))
         }),

@@ -7,6 +7,12 @@
 //! valid for the life of the process (the `Mutex` wrapper caches one). Nothing here allocates,
 //! locks, formats or panics: it runs on lock paths.
 //!
+//! A process that creates locks at new addresses all the time fills the table with locks that
+//! are gone. The events of locks that then find no room go to a small [`OVERFLOW`] table, one
+//! entry per call site and one for the totals, shared by all such locks under the pseudo-lock
+//! [`OVERFLOW_LOCK`] (its totals are named [`OVERFLOW_NAME`]): only counters that take
+//! `fetch_add` go there (see [`record_entry`]), so sharing loses no update.
+//!
 //! Site encoding (one `usize`):
 //!
 //! ```text
@@ -199,6 +205,13 @@ impl Entry {
         self.write_label(seq, ptr, len);
     }
 
+    /// Sets the label unless the entry already has one.
+    pub(crate) fn set_label_once(&self, label: Label) {
+        if self.label_seq.load(Ordering::Relaxed) == 0 {
+            self.set_label(label);
+        }
+    }
+
     /// Records `code` as the lock's first user, unless the entry already has a label.
     pub(crate) fn set_first_user(&self, code: usize) {
         if self.label_seq.load(Ordering::Relaxed) == 0 {
@@ -330,21 +343,94 @@ pub(crate) static TABLE: [Entry; CAPACITY] = [const { Entry::new() }; CAPACITY];
 // The size CAPACITY's docs count with (64-bit targets).
 #[cfg(target_pointer_width = "64")]
 const _: () = assert!(core::mem::size_of::<Entry>() == 448);
-/// Events that found no free slot within `MAX_PROBES`.
+/// Events that found no free slot within `MAX_PROBES`, in the table nor in the overflow.
 pub(crate) static DROPPED: AtomicU64 = AtomicU64::new(0);
 
+/// Entries of the overflow table (a power of two): one per call site, and one for the totals.
+pub(crate) const OVERFLOW_CAPACITY: usize = 256;
+/// Where the events that [`record_entry`] finds no room for in the table are recorded, keyed
+/// `(OVERFLOW_LOCK, site)`: a server that creates and destroys locks all the time (MariaDB's
+/// metadata locks, each a mutex of its own) fills the table with locks that are gone, and the
+/// waits of the locks it creates later must still count, at their call sites at least.
+pub(crate) static OVERFLOW: [Entry; OVERFLOW_CAPACITY] =
+    [const { Entry::new() }; OVERFLOW_CAPACITY];
+/// The lock address of the overflow's entries: no lock's (locks are aligned).
+pub(crate) const OVERFLOW_LOCK: usize = 1;
+/// The name of the overflow's totals, as reports show it.
+pub(crate) const OVERFLOW_NAME: &str = "(other locks: table full)";
+
 #[inline]
-fn slot_of(lock: usize, site: usize) -> usize {
+fn slot_of(lock: usize, site: usize, len: usize) -> usize {
     let h = (lock ^ site.rotate_left(29)) as u64;
-    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - CAPACITY.trailing_zeros())) as usize
+    (h.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - len.trailing_zeros())) as usize
 }
 
 /// Finds the entry for `(lock, site)`, claiming a free one if `insert`. `None` when absent (and
 /// not inserting) or when the table is full around that slot (counted in [`DROPPED`]).
 pub(crate) fn lookup(lock: usize, site: usize, insert: bool) -> Option<&'static Entry> {
-    let start = slot_of(lock, site);
-    for i in 0..MAX_PROBES {
-        let e = &TABLE[(start + i) & (CAPACITY - 1)];
+    let table: &'static [Entry] = if lock == OVERFLOW_LOCK {
+        &OVERFLOW
+    } else {
+        &TABLE
+    };
+    let e = lookup_in(table, lock, site, insert);
+    if e.is_none() && insert {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+    e
+}
+
+/// The entry an event of `(lock, site)` is recorded in with shared counters only (counts added
+/// with `fetch_add`, waits, holds): the key's own, claimed if need be, or, where the table is
+/// full around its slot, the overflow's entry for `site` (see [`OVERFLOW`]), which the events
+/// of every such lock share. `None` (counted in [`DROPPED`]) only if both are full.
+pub(crate) fn record_entry(lock: usize, site: usize) -> Option<&'static Entry> {
+    let e = record_entry_in(&TABLE, &OVERFLOW, lock, site);
+    if e.is_none() {
+        DROPPED.fetch_add(1, Ordering::Relaxed);
+    }
+    e
+}
+
+/// [`record_entry`] over the tables `main` and `overflow`.
+fn record_entry_in(
+    main: &'static [Entry],
+    overflow: &'static [Entry],
+    lock: usize,
+    site: usize,
+) -> Option<&'static Entry> {
+    if let Some(e) = lookup_in(main, lock, site, true) {
+        return Some(e);
+    }
+    // The overflow's totals entry carries its name, for its call sites' rows too.
+    let total = lookup_in(overflow, OVERFLOW_LOCK, SITE_TOTAL, true);
+    if let Some(t) = total {
+        t.set_label_once(Label::Name(OVERFLOW_NAME));
+    }
+    if site == SITE_TOTAL {
+        total
+    } else {
+        lookup_in(overflow, OVERFLOW_LOCK, site, true)
+    }
+}
+
+/// Whether `e` is one of the overflow's entries, which many locks share (see [`OVERFLOW`]).
+#[inline]
+pub(crate) fn is_overflow(e: &Entry) -> bool {
+    e.lock_addr() == OVERFLOW_LOCK
+}
+
+/// [`lookup`] in `table` (its length a power of two), counting nothing.
+fn lookup_in(
+    table: &'static [Entry],
+    lock: usize,
+    site: usize,
+    insert: bool,
+) -> Option<&'static Entry> {
+    let len = table.len();
+    let start = slot_of(lock, site, len);
+    for i in 0..MAX_PROBES.min(len) {
+        let e = &table[(start + i) & (len - 1)];
         let mut state = e.key_state.load(Ordering::Acquire);
         if state == EMPTY {
             if !insert {
@@ -384,13 +470,73 @@ pub(crate) fn lookup(lock: usize, site: usize, insert: bool) -> Option<&'static 
             return Some(e);
         }
     }
-    if insert {
-        DROPPED.fetch_add(1, Ordering::Relaxed);
-    }
     None
 }
 
-/// Every entry in use, with its key.
+/// Every entry in use, with its key: the table's, then the overflow's.
 pub(crate) fn entries() -> impl Iterator<Item = (&'static Entry, usize, usize)> {
-    TABLE.iter().filter_map(|e| e.key().map(|(l, s)| (e, l, s)))
+    all().filter_map(|e| e.key().map(|(l, s)| (e, l, s)))
+}
+
+/// Every entry, in use or not, the table's then the overflow's: the `i`th is [`entry_at`]`(i)`.
+pub(crate) fn all() -> impl Iterator<Item = &'static Entry> {
+    TABLE.iter().chain(OVERFLOW.iter())
+}
+
+/// The `i`th entry of [`all`].
+pub(crate) fn entry_at(i: usize) -> &'static Entry {
+    if i < CAPACITY {
+        &TABLE[i]
+    } else {
+        &OVERFLOW[i - CAPACITY]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_past_a_full_table_are_recorded_in_the_overflow_by_site() {
+        static MAIN: [Entry; 8] = [const { Entry::new() }; 8];
+        static OVER: [Entry; 8] = [const { Entry::new() }; 8];
+        let (main, overflow): (&'static [Entry], &'static [Entry]) = (&MAIN, &OVER);
+        // Eight locks fill the main table.
+        for lock in 1..=8 {
+            let e = record_entry_in(main, overflow, lock * 64, SITE_TOTAL).unwrap();
+            assert_eq!(e.key(), Some((lock * 64, SITE_TOTAL)));
+            assert!(!is_overflow(e));
+        }
+        // A ninth lock's totals and its call site go to the overflow, which names itself.
+        let total = record_entry_in(main, overflow, 9 * 64, SITE_TOTAL).unwrap();
+        assert_eq!(total.key(), Some((OVERFLOW_LOCK, SITE_TOTAL)));
+        assert!(is_overflow(total));
+        assert!(matches!(
+            total.label(),
+            Some(StoredLabel::Given(Label::Name(OVERFLOW_NAME)))
+        ));
+        let site = site_of_address(0x4242);
+        let at_site = record_entry_in(main, overflow, 9 * 64, site).unwrap();
+        assert_eq!(at_site.key(), Some((OVERFLOW_LOCK, site)));
+        // Every lock past the table shares them; an entry of the table is still found.
+        assert!(core::ptr::eq(
+            record_entry_in(main, overflow, 10 * 64, site).unwrap(),
+            at_site
+        ));
+        assert!(core::ptr::eq(
+            record_entry_in(main, overflow, 10 * 64, SITE_TOTAL).unwrap(),
+            total
+        ));
+        assert_eq!(
+            record_entry_in(main, overflow, 3 * 64, SITE_TOTAL)
+                .unwrap()
+                .key(),
+            Some((3 * 64, SITE_TOTAL))
+        );
+        // Once the overflow is full too, an event has nowhere to go.
+        for s in 1..=6 {
+            assert!(record_entry_in(main, overflow, 64, site_of_address(s)).is_some());
+        }
+        assert!(record_entry_in(main, overflow, 64, site_of_address(7)).is_none());
+    }
 }
