@@ -177,16 +177,15 @@ fn forced_contention_is_recorded_at_the_waiting_call_site() {
     );
 }
 
-#[test]
-fn a_wait_counts_its_yields_and_the_time_they_took() {
+/// One recorded wait: a fresh thread runs `take` (which locks and unlocks the mutex) while this
+/// thread holds the mutex, until the waiter sleeps; then the report and the lock's counters.
+fn one_wait(take: fn(&Mutex<u64>)) -> (Report, Counters) {
     let _s = recording_without_hold_samples();
     let m = Arc::new(Mutex::new(0u64));
     let a = addr_of(&m);
     let g = m.lock();
-    // A fresh thread waits often (see the wait layer's cadence): under the adaptive policy
-    // its wait spins, yields its CPU a few times, then sleeps.
     let m2 = Arc::clone(&m);
-    let waiter = std::thread::spawn(move || *m2.lock() += 1);
+    let waiter = std::thread::spawn(move || take(&m2));
     until_a_waiter_sleeps(&m, Duration::from_micros(200));
     drop(g);
     waiter.join().unwrap();
@@ -194,10 +193,17 @@ fn a_wait_counts_its_yields_and_the_time_they_took() {
     let r = stats::report();
     stats::disable();
     stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
-
-    let c = &lock_report(&r, a).expect("lock recorded").counters;
+    let c = lock_report(&r, a).expect("lock recorded").counters;
     assert_eq!(c.contended, 1, "{c:?}");
     assert!(c.sleeps >= 1, "{c:?}");
+    (r, c)
+}
+
+#[test]
+fn a_wait_counts_its_yields_and_the_time_they_took() {
+    // A fresh thread waits often (see the wait layer's cadence): under the adaptive policy
+    // its wait spins, yields its CPU a few times, then sleeps.
+    let (r, c) = one_wait(|m| *m.lock() += 1);
     if scalelock::wait::spin_policy() == scalelock::wait::SpinPolicy::Adaptive {
         assert!(c.yields >= 1, "the waiter yielded before it slept: {c:?}");
         assert!(c.yield_ns > 0, "{c:?}");
@@ -215,31 +221,15 @@ fn a_wait_counts_its_yields_and_the_time_they_took() {
 
 #[test]
 fn a_woken_thread_waits_for_the_mutex_without_yields() {
-    let _s = recording_without_hold_samples();
-    let m = Arc::new(Mutex::new(0u64));
-    let a = addr_of(&m);
-    let g = m.lock();
-    // The same wait as above, as a thread re-taking the mutex after a condvar's wait: it
-    // spins, then sleeps, and yields under no policy.
-    let m2 = Arc::clone(&m);
-    let waiter = std::thread::spawn(move || {
+    // The same wait, as a thread re-taking the mutex after a condvar's wait: it spins, then
+    // sleeps, and yields under no policy.
+    let (_, c) = one_wait(|m| {
         // SAFETY: the raw lock is taken and released by this thread, around nothing else.
         unsafe {
-            m2.raw().lock_woken();
-            m2.raw().unlock();
+            m.raw().lock_woken();
+            m.raw().unlock();
         }
     });
-    until_a_waiter_sleeps(&m, Duration::from_micros(200));
-    drop(g);
-    waiter.join().unwrap();
-
-    let r = stats::report();
-    stats::disable();
-    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
-
-    let c = &lock_report(&r, a).expect("lock recorded").counters;
-    assert_eq!(c.contended, 1, "{c:?}");
-    assert!(c.sleeps >= 1, "{c:?}");
     assert_eq!((c.yields, c.yield_ns), (0, 0), "{c:?}");
 }
 
