@@ -6,7 +6,7 @@
 use scalelock::stats::{self, raw, Wait};
 
 /// More C locks than the table has entries, each acquired once; then waits of a lock created
-/// after them, at one call site.
+/// after them, at one call site, and a Rust mutex's acquisitions.
 #[test]
 fn the_events_of_locks_past_the_table_are_counted_under_one_row() {
     stats::enable();
@@ -24,12 +24,21 @@ fn the_events_of_locks_past_the_table_are_counted_under_one_row() {
     for _ in 0..3 {
         raw::waited(late, caller, &wait);
     }
+    // A Rust mutex created past the table counts its acquisitions there too.
+    let m = scalelock::Mutex::new(0u32);
+    for _ in 0..5 {
+        *m.lock() += 1;
+    }
     let r = stats::report();
     stats::disable();
 
     assert_eq!(r.dropped, 0, "nothing lost");
     let acquisitions: u64 = r.locks.iter().map(|l| l.counters.acquisitions).sum();
-    assert_eq!(acquisitions, LOCKS as u64, "every acquisition counted once");
+    assert_eq!(
+        acquisitions,
+        LOCKS as u64 + 5,
+        "every acquisition counted once"
+    );
     let other = r
         .locks
         .iter()

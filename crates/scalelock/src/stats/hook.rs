@@ -126,6 +126,12 @@ pub(crate) fn acquired(
     site: usize,
 ) -> Option<&'static Entry> {
     let total = cached_entry(lock, cache, label)?;
+    if table::is_overflow(total) {
+        // No room for an entry of the lock's own: the acquisition counts in the overflow's
+        // totals, which other locks' holders write too; no sample, no hold timing.
+        total.acquisitions.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
     // The caller holds the lock exclusively, and only such holders write this counter, so a
     // plain load + store cannot lose an increment (and costs no locked instruction).
     let n = total.acquisitions.load(Ordering::Relaxed).wrapping_add(1);
@@ -136,7 +142,8 @@ pub(crate) fn acquired(
     None
 }
 
-/// The totals entry of the lock at `lock`, from the wrapper's cache or (cold) the table.
+/// The totals entry of the lock at `lock`, from the wrapper's cache or (cold) the table; where
+/// the table has no room for it, the overflow's (see `table::OVERFLOW`), never cached.
 #[inline]
 fn cached_entry(lock: usize, cache: &AtomicPtr<Entry>, label: &Label) -> Option<&'static Entry> {
     let p = cache.load(Ordering::Relaxed);
@@ -161,7 +168,10 @@ fn lookup_for_wrapper(
     cache: &AtomicPtr<Entry>,
     label: &Label,
 ) -> Option<&'static Entry> {
-    let e = table::lookup(lock, SITE_TOTAL, true)?;
+    let e = table::record_entry(lock, SITE_TOTAL)?;
+    if table::is_overflow(e) {
+        return Some(e);
+    }
     e.sample_mask
         .store(SAMPLE_MASK.load(Ordering::Relaxed), Ordering::Relaxed);
     e.set_label(*label);

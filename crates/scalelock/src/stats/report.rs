@@ -222,10 +222,10 @@ pub struct Report {
     /// Hold times and per-site acquisitions are sampled once per this many acquisitions.
     pub sample_period: u64,
     /// Events not recorded because the table was full. Where the table is full around a lock's
-    /// slot, the events that add to shared counters (the waits of every lock, the acquisitions
-    /// and holds of C locks, per-site samples) are recorded under one more lock row, named
-    /// `(other locks: table full)`, by call site; the rest (a Rust `Mutex`'s own acquisition
-    /// count and hold timing, which need an entry of the lock's own) are dropped.
+    /// slot, the lock's acquisitions and waits (and a C lock's holds) are recorded under one more
+    /// lock row, named `(other locks: table full)`, by call site; only where that small overflow
+    /// is full too is an event dropped. A Rust `Mutex` there has no hold times: timing a hold
+    /// needs an entry of the lock's own.
     pub dropped: u64,
     /// Locks, by total wait time (longest first), then by acquisitions.
     pub locks: Vec<LockReport>,
