@@ -161,6 +161,50 @@ impl Counters {
     }
 }
 
+/// One contended acquisition (or timed-out attempt) of a lock: what lockstat adds to the
+/// lock's counters (and its call site's) for it. scalelock's own locks fill it in as they
+/// wait; a lock of your own reports one through [`raw::waited`](super::raw::waited).
+///
+/// ```
+/// use scalelock::stats::Wait;
+///
+/// let w = Wait { wait_ns: 3_000, yields: 2, yield_ns: 2_500, ..Default::default() };
+/// assert!(w.ok, "a wait ends with the lock unless it says otherwise");
+/// assert_eq!(w.sleeps, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// How long the wait took, in nanoseconds.
+    pub wait_ns: u64,
+    /// How much of it was spent spinning, in nanoseconds (calibrated spin time).
+    pub spun_ns: u64,
+    /// Times the waiter went to sleep.
+    pub sleeps: u64,
+    /// Times the waiter gave its CPU away with a yield.
+    pub yields: u64,
+    /// Wall time those yields took, in nanoseconds.
+    pub yield_ns: u64,
+    /// The lock was handed over to the waiter.
+    pub handoff: bool,
+    /// The wait ended with the lock (false: it timed out).
+    pub ok: bool,
+}
+
+impl Default for Wait {
+    /// A wait of no time that ended with the lock.
+    fn default() -> Wait {
+        Wait {
+            wait_ns: 0,
+            spun_ns: 0,
+            sleeps: 0,
+            yields: 0,
+            yield_ns: 0,
+            handoff: false,
+            ok: true,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -235,49 +279,5 @@ mod tests {
             assert_eq!(m, want, "{name}");
         }
         assert_eq!(a.wait_histogram[3], 7);
-    }
-}
-
-/// One contended acquisition (or timed-out attempt) of a lock: what lockstat adds to the
-/// lock's counters (and its call site's) for it. scalelock's own locks fill it in as they
-/// wait; a lock of your own reports one through [`raw::waited`](super::raw::waited).
-///
-/// ```
-/// use scalelock::stats::Wait;
-///
-/// let w = Wait { wait_ns: 3_000, yields: 2, yield_ns: 2_500, ..Default::default() };
-/// assert!(w.ok, "a wait ends with the lock unless it says otherwise");
-/// assert_eq!(w.sleeps, 0);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Wait {
-    /// How long the wait took, in nanoseconds.
-    pub wait_ns: u64,
-    /// How much of it was spent spinning, in nanoseconds (calibrated spin time).
-    pub spun_ns: u64,
-    /// Times the waiter went to sleep.
-    pub sleeps: u64,
-    /// Times the waiter gave its CPU away with a yield.
-    pub yields: u64,
-    /// Wall time those yields took, in nanoseconds.
-    pub yield_ns: u64,
-    /// The lock was handed over to the waiter.
-    pub handoff: bool,
-    /// The wait ended with the lock (false: it timed out).
-    pub ok: bool,
-}
-
-impl Default for Wait {
-    /// A wait of no time that ended with the lock.
-    fn default() -> Wait {
-        Wait {
-            wait_ns: 0,
-            spun_ns: 0,
-            sleeps: 0,
-            yields: 0,
-            yield_ns: 0,
-            handoff: false,
-            ok: true,
-        }
     }
 }

@@ -10,11 +10,13 @@
 //! past its spin when threads outnumber CPUs). [`report`] reads it back as data ([`Report`],
 //! with [`Report::to_json`]) or as a text table sorted by total wait time.
 //!
-//! **Where the numbers live.** One fixed, open-addressed table of 4096 cache-line-aligned
+//! **Where the numbers live.** One fixed, open-addressed table of 16384 cache-line-aligned
 //! entries in `.bss`, keyed by `(lock address, call site)`; site 0 holds the lock's totals.
 //! Entries are claimed with one compare-exchange and never freed, counters are relaxed atomics.
-//! No allocation, no lock, no formatting and no panic on any lock path; a full table counts the
-//! event in [`Report::dropped`] instead.
+//! No allocation, no lock, no formatting and no panic on any lock path. A lock that finds the
+//! table full around its slot (a program that keeps creating locks at new addresses) records
+//! its events in a small overflow table, by call site, under the one row `(other locks: table
+//! full)`; only an event that finds no room there either is counted in [`Report::dropped`].
 //!
 //! **What each path pays.**
 //!

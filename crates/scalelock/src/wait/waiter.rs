@@ -143,9 +143,9 @@
 //!   (the mutex's, and the rwlock's readers and writers) whose thread has kept its CPU for
 //!   longer than `cadence::ROTATE_NS` since it last gave the CPU away (a yield or a sleep,
 //!   a condvar's too) begins its wait with a yield, the *rotation* (see `cadence`): the
-//!   threads behind it get a turn about that often, and the lock goes round them. A yielding waiter's
-//!   rotation is one of its yields and stands for its probe yield, which tells the same
-//!   thing (whether other threads want this CPU). Nothing rotates where the thread waits
+//!   threads behind it get a turn about that often, and the lock goes round them. A
+//!   yielding waiter's rotation is one of its yields and stands for its probe yield, which
+//!   tells the same thing (whether other threads want this CPU). Nothing rotates where the thread waits
 //!   seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
 //!   the lock's flow there is one CPU's threads (see above). Readers of a `BiasedRwLock` that
 //!   take their slots never wait, and so never rotate.
