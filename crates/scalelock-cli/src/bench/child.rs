@@ -23,7 +23,7 @@
 //! [`super::global_alloc`]). A child that runs past its deadline exits on its own (status 3),
 //! so a hung point cannot hang the bench.
 
-use super::harness::{new_histogram, Measurement, Trial};
+use super::harness::{new_histogram, Measurement, Switches, Trial};
 use serde_json::{json, Value};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -237,6 +237,7 @@ fn to_json(m: &Measurement) -> Value {
         "elapsed_ns": m.elapsed.as_nanos() as u64,
         "cpu_ns": m.cpu.as_nanos() as u64,
         "thread_cpu_ns": m.thread_cpu.iter().map(|d| d.as_nanos() as u64).collect::<Vec<_>>(),
+        "switches": m.switches.map(|s| [s.voluntary, s.involuntary]),
         "latency": latency,
         "thread_stall_ns": m.thread_stall.iter().map(|d| d.as_nanos() as u64).collect::<Vec<_>>(),
         "extra": extra,
@@ -282,6 +283,16 @@ fn from_json(v: &Value) -> Result<Measurement, String> {
             .into_iter()
             .map(Duration::from_nanos)
             .collect(),
+        switches: match &v["switches"] {
+            Value::Null => None,
+            pair => match (pair[0].as_u64(), pair[1].as_u64()) {
+                (Some(voluntary), Some(involuntary)) => Some(Switches {
+                    voluntary,
+                    involuntary,
+                }),
+                _ => return Err(bad("switches")),
+            },
+        },
         latency,
         thread_stall: u64s("thread_stall_ns")?
             .into_iter()
@@ -308,6 +319,10 @@ mod tests {
             elapsed: Duration::from_millis(20),
             cpu: Duration::from_millis(35),
             thread_cpu: vec![Duration::from_millis(17), Duration::from_millis(18)],
+            switches: Some(Switches {
+                voluntary: 5,
+                involuntary: 11,
+            }),
             latency,
             thread_stall: vec![Duration::from_millis(3), Duration::from_micros(40)],
             extra: vec![("peak_rss_mib", json!(12.5))],
@@ -321,6 +336,7 @@ mod tests {
         assert_eq!((back.ops_all, back.tally), (9, 2));
         assert_eq!((back.elapsed, back.cpu), (m.elapsed, m.cpu));
         assert_eq!(back.thread_cpu, m.thread_cpu);
+        assert_eq!(back.switches, m.switches);
         assert_eq!(back.thread_stall, m.thread_stall);
         assert_eq!(back.latency.len(), 8);
         assert_eq!(
@@ -341,6 +357,33 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.contains("ops_all"), "{e}");
+        let e = from_json(&json!({
+            "thread_ops": [1], "ops_all": 1, "tally": 0, "elapsed_ns": 1, "cpu_ns": 1,
+            "thread_cpu_ns": [1], "switches": [1], "latency": [], "thread_stall_ns": [],
+            "extra": {}
+        }))
+        .err()
+        .unwrap();
+        assert!(e.contains("switches"), "{e}");
+    }
+
+    #[test]
+    fn a_measurement_without_switches_says_so() {
+        let m = Measurement {
+            thread_ops: vec![1],
+            ops_all: 1,
+            tally: 0,
+            elapsed: Duration::from_millis(1),
+            cpu: Duration::ZERO,
+            thread_cpu: Vec::new(),
+            switches: None,
+            latency: new_histogram(),
+            thread_stall: Vec::new(),
+            extra: Vec::new(),
+            process: None,
+        };
+        let back = from_json(&to_json(&m)).unwrap();
+        assert_eq!(back.switches, None);
     }
 
     #[test]

@@ -157,7 +157,7 @@ fn latency_key(metric: Metric) -> Option<&'static str> {
         Metric::P999 => Some("p999"),
         Metric::Max => Some("max"),
         Metric::Stall => Some("stall"),
-        Metric::Ops | Metric::Cpu => None,
+        Metric::Ops | Metric::Cpu | Metric::Switches => None,
     }
 }
 
@@ -169,9 +169,49 @@ fn lower_is_better(metric: Metric) -> bool {
 /// The cells of a parsed results file whose figure is `metric` (see the module docs).
 pub fn cells(json: &Value, metric: Metric) -> Result<Vec<Cell>, String> {
     match latency_key(metric) {
+        None if metric == Metric::Switches => switch_cells(json),
         None => speed_cells(json, metric == Metric::Cpu),
         Some(key) => latency_cells(json, key),
     }
+}
+
+/// Context-switch cells: each run's `context_switches_per_op`, the cell's figure their median.
+/// Results without them (not measured, or written before they were) are left out.
+fn switch_cells(json: &Value) -> Result<Vec<Cell>, String> {
+    let results = json["results"]
+        .as_array()
+        .ok_or("it has no `results` array")?;
+    let mut out = Vec::new();
+    for (i, r) in results.iter().enumerate() {
+        let (workload, series, threads) = identity(r, i)?;
+        const KEY: &str = "context_switches_per_op";
+        if r[KEY].is_null() {
+            continue;
+        }
+        let of = |v: &Value, what: &str| -> Result<f64, String> {
+            v[KEY]
+                .as_f64()
+                .ok_or_else(|| format!("result {i} has no number `{what}{KEY}`"))
+        };
+        let runs: Vec<f64> = match r["runs"].as_array() {
+            Some(rs) if !rs.is_empty() => rs
+                .iter()
+                .map(|run| of(run, "runs[]."))
+                .collect::<Result<_, String>>()?,
+            _ => vec![of(r, "")?],
+        };
+        out.push(Cell {
+            workload,
+            case: r["case"].as_str().map(str::to_string),
+            series,
+            threads,
+            median: Spread::of(&runs).median,
+            runs,
+            verdict: None,
+            standing: None,
+        });
+    }
+    Ok(out)
 }
 
 /// Result `i`'s workload, series (its lock, unless named) and thread count.
@@ -388,6 +428,9 @@ fn figure_name(metric: Metric) -> &'static str {
             "largest acquisition latency, median of the runs' own maxima (lower is better)"
         }
         Metric::Stall => "longest stall, median of the runs' own (lower is better)",
+        Metric::Switches => {
+            "context switches per operation, median of the runs' own (lower is better)"
+        }
     }
 }
 
@@ -745,6 +788,38 @@ mod tests {
         // A stall of 0 in every run was not measured: no cell.
         assert_eq!(c.len(), 1);
         assert_eq!((c[0].series.as_str(), c[0].median), ("scalelock", 3e6));
+    }
+
+    #[test]
+    fn switches_are_compared_where_they_were_measured() {
+        let side = |ours: [f64; 3]| {
+            let mut v = latencies(&[("scalelock", &[1, 2, 3]), ("mariadb", &[4, 5, 6])]);
+            v["results"][0]["context_switches_per_op"] = json!(ours[1]);
+            for (k, sw) in ours.iter().enumerate() {
+                v["results"][0]["runs"][k]["context_switches_per_op"] = json!(sw);
+            }
+            v
+        };
+        let (a, b) = (side([0.02, 0.03, 0.04]), side([0.002, 0.003, 0.004]));
+        let (ca, cb) = (
+            cells(&a, Metric::Switches).unwrap(),
+            cells(&b, Metric::Switches).unwrap(),
+        );
+        // The MariaDB cell measured none: no cell.
+        assert_eq!(ca.len(), 1);
+        assert_eq!((ca[0].median, ca[0].runs.len()), (0.03, 3));
+        let (text, s) = compare(&ca, &cb, "a", "b", Metric::Switches).unwrap();
+        assert_eq!((s.common, s.better), (1, 1), "{text}");
+        assert!(text.contains("context switches"), "{text}");
+        // A run without the figure, in a result that has it, is an error naming it.
+        let mut bad = side([0.1, 0.2, 0.3]);
+        bad["results"][0]["runs"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("context_switches_per_op");
+        assert!(cells(&bad, Metric::Switches)
+            .unwrap_err()
+            .contains("runs[].context_switches_per_op"));
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! 1. every thread is spawned and waits on a barrier (so none runs alone while others start);
 //! 2. after the barrier the threads run for `trial.warmup` unmeasured (caches, learned spin
 //!    budgets and the scheduler settle);
-//! 3. the harness snapshots every thread's operation count, `getrusage(RUSAGE_SELF)` and the
-//!    clock, sleeps `trial.duration`, and snapshots again: the differences are the measurement;
+//! 3. the harness snapshots every thread's operation count, `getrusage(RUSAGE_SELF)` (CPU time
+//!    and context switches; its own thread's switches are taken out) and the clock, sleeps
+//!    `trial.duration`, and snapshots again: the differences are the measurement;
 //! 4. it raises the stop flag; each thread finishes its current operation and exits.
 //!
 //! Acquisition latency is *sampled*: a thread times one acquisition in about
@@ -52,6 +53,9 @@ pub struct Measurement {
     /// CPU time each thread got inside the measured window (zero where the thread's clock could
     /// not be read). With more threads than CPUs, who gets a CPU decides much of a result.
     pub thread_cpu: Vec<Duration>,
+    /// The worker threads' context switches inside the measured window (`None`: not measured,
+    /// as for a workload whose operations run in another process).
+    pub switches: Option<Switches>,
     /// Sampled acquisition latencies in nanoseconds (measured window only).
     pub latency: Histogram<u64>,
     /// Per thread that samples its acquisitions (a workload may leave some threads out, as
@@ -64,6 +68,31 @@ pub struct Measurement {
     /// The process that measured, when it was not the bench's own (a child process of the
     /// bench's: see `bench::child`).
     pub process: Option<u32>,
+}
+
+/// Context switches, as `getrusage` counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Switches {
+    /// Switches where the thread blocked (a futex sleep, a lock's sleeper, I/O).
+    pub voluntary: u64,
+    /// Switches where the thread stayed runnable: preemptions, and on Linux every
+    /// `sched_yield` that ran another thread.
+    pub involuntary: u64,
+}
+
+impl Switches {
+    /// Both kinds together.
+    pub fn total(&self) -> u64 {
+        self.voluntary + self.involuntary
+    }
+
+    /// `self - earlier`, each kind (0 where a count went backwards).
+    fn since(&self, earlier: &Switches) -> Switches {
+        Switches {
+            voluntary: self.voluntary.saturating_sub(earlier.voluntary),
+            involuntary: self.involuntary.saturating_sub(earlier.involuntary),
+        }
+    }
 }
 
 const WARMUP: u8 = 0;
@@ -326,16 +355,25 @@ fn pin_to(cpu: usize) -> bool {
     }
 }
 
-/// User + system CPU time of the whole process.
-fn process_cpu() -> Duration {
-    // SAFETY: getrusage writes into the zeroed struct we pass; RUSAGE_SELF is always valid.
+/// What `getrusage` says of `who` (`RUSAGE_SELF`: the whole process; `RUSAGE_THREAD`: the
+/// calling thread): user + system CPU time, and context switches.
+fn usage(who: libc::c_int) -> (Duration, Switches) {
+    // SAFETY: getrusage writes into the zeroed struct we pass; both `who` this file passes are
+    // valid on Linux.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
-        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        libc::getrusage(who, &mut ru);
         ru
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    let count = |n: libc::c_long| n.max(0) as u64;
+    (
+        tv(ru.ru_utime) + tv(ru.ru_stime),
+        Switches {
+            voluntary: count(ru.ru_nvcsw),
+            involuntary: count(ru.ru_nivcsw),
+        },
+    )
 }
 
 /// The CPU clock of the calling thread, readable from other threads of the process.
@@ -444,10 +482,19 @@ where
             std::thread::sleep(Duration::from_millis(1));
         }
         phase.store(MEASURE, Ordering::Relaxed);
-        let (t0, cpu0, ops0, tcpu0) = (Instant::now(), process_cpu(), snapshot(), thread_cpus());
+        // The harness's own switches (its sleep through the window) are not the workers'.
+        let own0 = usage(libc::RUSAGE_THREAD).1;
+        let (t0, (cpu0, sw0), ops0, tcpu0) = (
+            Instant::now(),
+            usage(libc::RUSAGE_SELF),
+            snapshot(),
+            thread_cpus(),
+        );
         std::thread::sleep(trial.duration);
         let ops1 = snapshot();
-        let (cpu1, elapsed, tcpu1) = (process_cpu(), t0.elapsed(), thread_cpus());
+        let ((cpu1, sw1), elapsed, tcpu1) = (usage(libc::RUSAGE_SELF), t0.elapsed(), thread_cpus());
+        let own1 = usage(libc::RUSAGE_THREAD).1;
+        let switches = sw1.since(&sw0).since(&own1.since(&own0));
         phase.store(STOP, Ordering::Relaxed);
 
         let mut latency = new_histogram();
@@ -475,6 +522,7 @@ where
                 .zip(&tcpu0)
                 .map(|(b, a)| b.saturating_sub(*a))
                 .collect(),
+            switches: Some(switches),
             latency,
             thread_stall,
             extra: Vec::new(),
@@ -549,6 +597,29 @@ mod tests {
         );
         assert!(m.thread_cpu[0] <= m.elapsed + Duration::from_millis(20));
         assert!(m.thread_cpu[1] < m.thread_cpu[0], "{:?}", m.thread_cpu);
+    }
+
+    #[test]
+    fn counts_the_workers_context_switches_in_the_window() {
+        // Every operation sleeps: each is at least one voluntary switch (a sleep that the
+        // window cut in two may fall on either side of it).
+        let m = measure(&trial(2, 1), &(), |_, _| {
+            std::thread::sleep(Duration::from_micros(300));
+            1
+        });
+        let ops: u64 = m.thread_ops.iter().sum();
+        let s = m.switches.expect("measured");
+        assert!(ops > 0, "{ops}");
+        assert!(s.voluntary + 2 >= ops, "{s:?} for {ops} operations");
+        // Not wildly more than one per sleep (the harness's own sleep is not counted).
+        assert!(s.voluntary <= 3 * ops + 10, "{s:?} for {ops} operations");
+        assert_eq!(s.since(&s), Switches::default());
+        let more = Switches {
+            voluntary: s.voluntary + 4,
+            involuntary: s.involuntary + 1,
+        };
+        assert_eq!(more.since(&s).total(), 5);
+        assert_eq!(s.since(&more).total(), 0, "counts never go negative");
     }
 
     fn worker(phase: &AtomicU8, sample_every: u32) -> Worker<'_> {

@@ -5,11 +5,11 @@
 //! then per workload and case a table of median throughput with the runs' range, and the ratio
 //! of each of our series to the best other with its spread (`?`: undecided); under it, where
 //! threads contend, a table of the longest stall (see `harness::stall`), and each of our
-//! series' over the lowest other's.
+//! series' over the lowest other's, and a table of the context switches per operation.
 
 use super::group::{groups, is_own, line_split_ns, tail_spread, Group, Tail};
 use super::human_seconds;
-use super::output::{own_series_of, verdict, Run};
+use super::output::{own_series_of, per_thousand, verdict, Run};
 use super::stats::{duration_ns, si, Ratio, Record, Spread};
 use std::fmt::Write as _;
 use std::path::Path;
@@ -167,6 +167,7 @@ pub fn text(run: &Run) -> String {
             };
             group_table(&mut out, g, ours_of(run, n), &unit, split);
             group_stall_table(&mut out, g, ours_of(run, n));
+            group_switch_table(&mut out, g, ours_of(run, n));
         }
     }
     out
@@ -374,6 +375,52 @@ fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
     out.push('\n');
 }
 
+/// Under a contended group's tables: each series' context switches per 1000 operations (the
+/// median of its runs' own, with their range; lower is better), at the thread counts above
+/// one. Nothing where no series measured them (the MariaDB workload).
+fn group_switch_table(out: &mut String, g: &Group<'_>, ours: &str) {
+    let threads: Vec<usize> = g.threads().into_iter().filter(|&t| t > 1).collect();
+    let runs_of = |r: &Record| -> Option<Vec<f64>> {
+        let v: Option<Vec<f64>> = r.runs.iter().map(|k| k.context_switches_per_op).collect();
+        v.filter(|v| !v.is_empty())
+            .or_else(|| r.context_switches_per_op.map(|v| vec![v]))
+    };
+    let series: Vec<&str> = g
+        .series()
+        .into_iter()
+        .filter(|s| {
+            threads
+                .iter()
+                .any(|&t| g.get(s, t).and_then(runs_of).is_some())
+        })
+        .collect();
+    if series.is_empty() {
+        return;
+    }
+    table_head(
+        out,
+        "context switches per 1000 operations: median of the runs' own (lower is better)",
+        &threads,
+    );
+    for s in series {
+        let _ = write!(out, "| {} |", series_label(ours, s));
+        for &t in &threads {
+            let text = g.get(s, t).and_then(runs_of).map_or("-".to_string(), |v| {
+                let sp = Spread::of(&v.iter().map(|x| x * 1000.0).collect::<Vec<_>>());
+                format!(
+                    "{} ({}–{})",
+                    per_thousand(sp.median),
+                    per_thousand(sp.min),
+                    per_thousand(sp.max)
+                )
+            });
+            let _ = write!(out, " {text} |");
+        }
+        out.push('\n');
+    }
+    out.push('\n');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,6 +510,32 @@ mod tests {
             r.latency_samples = 0;
         }
         assert!(!text(&run(quiet)).contains("median of the runs' own"));
+    }
+
+    #[test]
+    fn results_file_has_the_context_switches_where_measured() {
+        let mut rs = vec![
+            record_runs("w", None, "scalelock", 2, &[200.0, 190.0, 210.0]),
+            record_runs("w", None, "std", 2, &[100.0, 90.0, 110.0]),
+        ];
+        for (k, sw) in rs[0].runs.iter_mut().zip([0.003, 0.001, 0.002]) {
+            k.context_switches_per_op = Some(sw);
+        }
+        let t = text(&run(rs.clone()));
+        assert!(
+            t.contains(
+                "| context switches per 1000 operations: median of the runs' own (lower is \
+                 better) | 2 threads |"
+            ),
+            "{t}"
+        );
+        assert!(t.contains("| **scalelock** | 2.00 (1.00–3.00) |"), "{t}");
+        assert!(!t.contains("| std | - |\n\n|"), "std has no row: {t}");
+        // Nobody measured them: no table.
+        for k in &mut rs[0].runs {
+            k.context_switches_per_op = None;
+        }
+        assert!(!text(&run(rs)).contains("context switches"));
     }
 
     #[test]

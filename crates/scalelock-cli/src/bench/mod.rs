@@ -150,6 +150,7 @@ fn record(workload: &str, p: &workloads::Point, m: &harness::Measurement, cpus: 
         total_ops: s.total_ops,
         elapsed_s: m.elapsed.as_secs_f64(),
         latency_samples: s.samples,
+        context_switches_per_op: s.switches_per_op,
         cpu_utilization: m.cpu.as_secs_f64()
             / (m.elapsed.as_secs_f64() * p.threads.min(cpus).max(1) as f64).max(1e-9),
         params: {
@@ -612,19 +613,22 @@ pub fn run(opts: &Options) -> Result<(), Error> {
     }
 }
 
-/// One point's record from its runs: the median run's record, with `ops_per_sec` and
-/// `cpu_ns_per_op` the medians of the runs, latency percentiles over every run's samples
+/// One point's record from its runs: the median run's record, with `ops_per_sec`,
+/// `cpu_ns_per_op` and `context_switches_per_op` the medians of the runs, latency percentiles over every run's samples
 /// (`latency`) with the longest of the runs' stalls, and every run kept in `runs`. `None` when
 /// the point never ran.
 pub fn combine(runs: Vec<Record>, latency: &hdrhistogram::Histogram<u64>) -> Option<Record> {
     let ops: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
     let cpu: Vec<f64> = runs.iter().map(|r| r.cpu_ns_per_op).collect();
+    // Measured in every run, or not at all (a workload measures them or does not).
+    let switches: Option<Vec<f64>> = runs.iter().map(|r| r.context_switches_per_op).collect();
     let spread = Spread::of(&ops);
     let mid = stats::median_index(&ops);
     let kept: Vec<RunStats> = runs.iter().flat_map(|r| r.runs.clone()).collect();
     let mut rec = runs.into_iter().nth(mid)?;
     rec.ops_per_sec = spread.median;
     rec.cpu_ns_per_op = Spread::of(&cpu).median;
+    rec.context_switches_per_op = switches.map(|v| Spread::of(&v).median);
     rec.ns_per_op = if spread.median > 0.0 {
         rec.threads as f64 * 1e9 / spread.median
     } else {
@@ -771,14 +775,20 @@ mod tests {
     #[test]
     fn the_median_run_is_kept_with_every_run() {
         use crate::bench::output::tests::record_runs;
-        let runs: Vec<Record> = [30.0, 10.0, 20.0]
+        let runs: Vec<Record> = [(30.0, 0.5), (10.0, 0.1), (20.0, 0.9)]
             .iter()
-            .map(|&o| record_runs("w", None, "std", 2, &[o]))
+            .map(|&(o, sw)| {
+                let mut r = record_runs("w", None, "std", 2, &[o]);
+                r.context_switches_per_op = Some(sw);
+                r
+            })
             .collect();
         let mut h = harness::new_histogram();
         h.record(1234).unwrap();
         let r = combine(runs, &h).unwrap();
         assert_eq!(r.ops_per_sec, 20.0);
+        // The median of the runs' own, not the median run's.
+        assert_eq!(r.context_switches_per_op, Some(0.5));
         assert_eq!(
             (r.ops_per_sec_spread.min, r.ops_per_sec_spread.max),
             (10.0, 30.0)

@@ -153,21 +153,25 @@ pub enum Metric {
     Max,
     /// Longest stall: the longest stretch in which some thread made no sampled acquisition.
     Stall,
+    /// The worker threads' context switches per 1000 operations (median of the runs): what
+    /// the lock costs the scheduler.
+    Switches,
 }
 
 impl Metric {
     /// Every metric, in table order: the default of `--metric`.
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Ops,
         Metric::Cpu,
         Metric::P99,
         Metric::P999,
         Metric::Max,
         Metric::Stall,
+        Metric::Switches,
     ];
 
     /// The `--metric` names.
-    pub const NAMES: [&'static str; 6] = ["ops", "cpu", "p99", "p999", "max", "stall"];
+    pub const NAMES: [&'static str; 7] = ["ops", "cpu", "p99", "p999", "max", "stall", "switches"];
 
     /// The metric called `name` (see [`Metric::NAMES`]).
     pub fn parse(name: &str) -> Result<Metric, String> {
@@ -203,6 +207,9 @@ impl Metric {
             // MariaDB one, whose samples are the server's transactions).
             Metric::Stall if r.latency_ns.stall == 0 => "-".to_string(),
             Metric::Stall => lat(r.latency_ns.stall),
+            Metric::Switches => r
+                .context_switches_per_op
+                .map_or("-".to_string(), |v| per_thousand(v * 1000.0)),
         }
     }
 
@@ -212,7 +219,7 @@ impl Metric {
         match self {
             Metric::Max => Some(Tail::Max),
             Metric::Stall => Some(Tail::Stall),
-            Metric::Ops | Metric::Cpu | Metric::P99 | Metric::P999 => None,
+            Metric::Ops | Metric::Cpu | Metric::P99 | Metric::P999 | Metric::Switches => None,
         }
     }
 
@@ -228,7 +235,28 @@ impl Metric {
             Metric::P999 => format!("{latency}, p99.9"),
             Metric::Max => format!("{latency}, max"),
             Metric::Stall => "longest stall".into(),
+            Metric::Switches => "context switches per 1000 operations".into(),
         }
+    }
+}
+
+/// A count per 1000 operations, to three significant digits (`0` for none, `<0.001` below
+/// what that shows).
+pub fn per_thousand(v: f64) -> String {
+    if v == 0.0 {
+        "0".to_string()
+    } else if v < 0.001 {
+        "<0.001".to_string()
+    } else if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else if v >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        // Three significant digits below 1: 0.123, 0.0123.
+        let decimals = (2.0 - v.log10().floor()) as usize;
+        format!("{v:.decimals$}")
     }
 }
 
@@ -590,7 +618,7 @@ pub fn write_json(run: &Run, path: &Path) -> Result<(), String> {
 /// The CSV header.
 pub const CSV_HEADER: &str = "workload,case,lock,series,threads,ops_per_sec,cpu_ns_per_op,\
 p50_ns,p99_ns,max_ns,min_thread_ops,max_thread_ops,total_ops,elapsed_s,latency_samples,\
-p999_ns,ops_per_sec_min,ops_per_sec_max,runs,stall_ns";
+p999_ns,ops_per_sec_min,ops_per_sec_max,runs,stall_ns,context_switches_per_op";
 
 /// One CSV field, quoted when needed.
 fn csv_field(s: &str) -> String {
@@ -608,7 +636,7 @@ pub fn csv(run: &Run) -> String {
     for r in &run.results {
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{:.1},{:.2},{},{},{},{},{},{},{:.4},{},{},{:.1},{:.1},{},{}",
+            "{},{},{},{},{},{:.1},{:.2},{},{},{},{},{},{},{:.4},{},{},{:.1},{:.1},{},{},{}",
             csv_field(&r.workload),
             csv_field(r.case.as_deref().unwrap_or("")),
             csv_field(&r.lock),
@@ -629,6 +657,9 @@ pub fn csv(run: &Run) -> String {
             r.ops_per_sec_spread.max,
             r.runs.len(),
             r.latency_ns.stall,
+            // Empty where not measured.
+            r.context_switches_per_op
+                .map_or(String::new(), |v| format!("{v:.6}")),
         );
     }
     out
@@ -690,6 +721,7 @@ pub(crate) mod tests {
             total_ops: ops as u64,
             elapsed_s: 1.0,
             latency_samples: 5,
+            context_switches_per_op: None,
             cpu_utilization: 1.0,
             params: BTreeMap::new(),
             ops_per_sec_spread: Spread::of(&[ops]),
@@ -713,6 +745,8 @@ pub(crate) mod tests {
                 ops_per_sec: o,
                 cpu_ns_per_op: 10.0,
                 latency_ns: r.latency_ns.clone(),
+                context_switches: None,
+                context_switches_per_op: None,
                 total_ops: o as u64,
                 elapsed_s: 1.0,
                 wall_s: 1.1,
@@ -861,6 +895,35 @@ pub(crate) mod tests {
             e.contains("unknown metric `p42`") && e.contains("ops, cpu"),
             "{e}"
         );
+        assert_eq!(Metric::parse("switches"), Ok(Metric::Switches));
+    }
+
+    #[test]
+    fn switches_show_per_thousand_operations_and_a_dash_where_not_measured() {
+        let mut rs = vec![
+            record("w", None, "scalelock", 4, 100.0),
+            record("w", None, "std", 4, 100.0),
+        ];
+        rs[0].context_switches_per_op = Some(0.01234);
+        rs[1].context_switches_per_op = None;
+        let t = table(&run(rs), &[Metric::Ops, Metric::Switches]);
+        assert!(t.contains("[context switches per 1000 operations]"), "{t}");
+        let row = |s: &str| {
+            t.lines()
+                .skip_while(|l| !l.contains("[context switches"))
+                .find(|l| l.trim_start().starts_with(s))
+        };
+        assert!(
+            row("scalelock").is_some_and(|l| l.ends_with(" 12.3")),
+            "{t}"
+        );
+        assert!(row("std").is_some_and(|l| l.ends_with(" -")), "{t}");
+        assert_eq!(per_thousand(0.5), "0.500");
+        assert_eq!(per_thousand(0.0123), "0.0123");
+        assert_eq!(per_thousand(2.346), "2.35");
+        assert_eq!(per_thousand(1234.4), "1234");
+        assert_eq!(per_thousand(0.0), "0");
+        assert_eq!(per_thousand(0.0001), "<0.001");
     }
 
     #[test]
@@ -1132,10 +1195,18 @@ pub(crate) mod tests {
     fn csv_has_a_header_and_one_line_per_record_with_quoting() {
         let mut rs = sample();
         rs.push(record("w", Some("a, \"b\""), "std", 1, 1.0));
+        rs[0].context_switches_per_op = Some(0.125);
         let text = csv(&run(rs));
         let lines: Vec<_> = text.lines().collect();
         assert_eq!(lines[0], CSV_HEADER);
         assert_eq!(lines.len(), 7);
+        // The last column: the switches where measured, empty where not.
+        assert!(lines[1].ends_with(",0.125000"), "{}", lines[1]);
+        assert!(lines[6].ends_with(','), "{}", lines[6]);
+        let columns = CSV_HEADER.split(',').count();
+        for l in lines[1..6].iter() {
+            assert_eq!(l.split(',').count(), columns, "{l}");
+        }
         assert!(
             lines[6].starts_with("w,\"a, \"\"b\"\"\",std,std,1,"),
             "{}",

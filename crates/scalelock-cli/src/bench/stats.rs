@@ -10,7 +10,7 @@
 //! medians and the range of the per-round ratios, from which [`Ratio::undecided`] and
 //! [`Ratio::standing`] follow.
 
-use super::harness::Measurement;
+use super::harness::{Measurement, Switches};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -79,6 +79,12 @@ pub struct Record {
     pub elapsed_s: f64,
     /// Number of latency samples behind `latency_ns`.
     pub latency_samples: u64,
+    /// The worker threads' context switches per operation, median of the runs (absent where
+    /// not measured: a workload whose operations run in another process, as the MariaDB one).
+    /// What a lock costs the scheduler: a sleeper's wait and wake-up, a yield that ran
+    /// another thread, a preemption.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_switches_per_op: Option<f64>,
     /// Process CPU time over the CPU time the threads could have used
     /// (`elapsed × min(threads, usable CPUs)`): near 1 for spinning, low for sleeping locks, and
     /// low for a single thread when other work competed for the CPUs.
@@ -103,6 +109,13 @@ pub struct RunStats {
     pub cpu_ns_per_op: f64,
     /// Latency percentiles of this run's samples.
     pub latency_ns: Latency,
+    /// The worker threads' context switches in the measured window, by kind (absent where not
+    /// measured, and in files written before they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switches: Option<Switches>,
+    /// `context_switches`, both kinds, per operation (absent with it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_switches_per_op: Option<f64>,
     /// Operations in the measured window.
     pub total_ops: u64,
     /// Length of the measured window, seconds.
@@ -128,6 +141,8 @@ impl RunStats {
             ops_per_sec: s.ops_per_sec,
             cpu_ns_per_op: s.cpu_ns_per_op,
             latency_ns: s.latency.clone(),
+            context_switches: s.switches,
+            context_switches_per_op: s.switches_per_op,
             total_ops: s.total_ops,
             elapsed_s,
             wall_s: 0.0,
@@ -293,6 +308,11 @@ pub struct Summary {
     pub total_ops: u64,
     /// Latency samples.
     pub samples: u64,
+    /// The worker threads' context switches (`None`: not measured).
+    pub switches: Option<Switches>,
+    /// Those switches per operation (per the window, when no operation completed: a lower
+    /// bound, as `cpu_ns_per_op`).
+    pub switches_per_op: Option<f64>,
 }
 
 /// Summarises a measurement.
@@ -316,6 +336,8 @@ pub fn summarize(m: &Measurement) -> Summary {
         fairness: fairness(&m.thread_ops),
         total_ops: total,
         samples: m.latency.len(),
+        switches: m.switches,
+        switches_per_op: m.switches.map(|s| per_op(s.total() as f64)),
     }
 }
 
@@ -398,6 +420,10 @@ mod tests {
             elapsed: Duration::from_millis(elapsed_ms),
             cpu: Duration::from_millis(cpu_ms),
             thread_cpu: Vec::new(),
+            switches: Some(Switches {
+                voluntary: 100,
+                involuntary: 150,
+            }),
             latency: h,
             thread_stall: Vec::new(),
             extra: Vec::new(),
@@ -439,6 +465,22 @@ mod tests {
         assert!((s.cpu_ns_per_op - 1_000_000.0).abs() < 1e-6);
         // Two threads, 0.5 s, 1000 ops: each op took 1 ms of a thread's time.
         assert!((s.ns_per_op - 1_000_000.0).abs() < 1e-6);
+        // 250 switches over 1000 ops.
+        assert_eq!(s.switches_per_op, Some(0.25));
+        let run = RunStats::of(&s, 0.5);
+        assert_eq!(run.context_switches.map(|c| c.total()), Some(250));
+        assert_eq!(run.context_switches_per_op, Some(0.25));
+    }
+
+    #[test]
+    fn switches_not_measured_stay_absent() {
+        let mut m = measurement(vec![10], 100, 100, &[]);
+        m.switches = None;
+        let s = summarize(&m);
+        assert_eq!((s.switches, s.switches_per_op), (None, None));
+        let run = serde_json::to_value(RunStats::of(&s, 0.1)).unwrap();
+        assert!(run.get("context_switches").is_none(), "{run}");
+        assert!(run.get("context_switches_per_op").is_none(), "{run}");
     }
 
     #[test]

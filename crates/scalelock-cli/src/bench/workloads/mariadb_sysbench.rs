@@ -320,6 +320,7 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
         cpu: Duration::ZERO,
         // The server's threads are another process's.
         thread_cpu: Vec::new(),
+        switches: None,
         latency,
         thread_stall: Vec::new(),
         extra: Vec::new(),
