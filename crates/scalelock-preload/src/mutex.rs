@@ -385,10 +385,13 @@ pub unsafe extern "C" fn pthread_mutex_init(
             .kind
             .store(ty & TYPE_MASK, Ordering::Relaxed);
     }
+    // A lock whose memory was freed without `pthread_mutex_destroy` is gone too.
+    stats::destroyed(m as usize);
     0
 }
 
-/// `pthread_mutex_destroy`: `EBUSY` if the mutex is held.
+/// `pthread_mutex_destroy`: `EBUSY` if the mutex is held; else lockstat folds the lock's rows
+/// into those of the destroyed locks (see `stats::destroyed`).
 ///
 /// # Safety
 /// `m` points at an initialised `pthread_mutex_t`.
@@ -398,7 +401,14 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     unsafe {
         serve(
             m,
-            |(mx, _)| if mx.raw.is_locked() { libc::EBUSY } else { 0 },
+            |(mx, _)| {
+                if mx.raw.is_locked() {
+                    libc::EBUSY
+                } else {
+                    stats::destroyed(m as usize);
+                    0
+                }
+            },
             || real::mutex_destroy(m),
         )
     }

@@ -334,18 +334,30 @@ pub unsafe extern "C" fn pthread_rwlock_init(
         core::ptr::write_bytes(l.cast::<u8>(), 0, size_of::<pthread_rwlock_t>());
         (*(l as *const RwLock)).kind.store(kind, Ordering::Relaxed);
     }
+    // A lock whose memory was freed without `pthread_rwlock_destroy` is gone too.
+    stats::destroyed(l as usize);
     0
 }
 
 /// `pthread_rwlock_destroy`: 0, as glibc's, even for a held lock (glibc checks nothing, and
-/// programs destroy locks still read-held by threads that have exited).
+/// programs destroy locks still read-held by threads that have exited); lockstat folds the
+/// lock's rows into those of the destroyed locks (see `stats::destroyed`).
 ///
 /// # Safety
 /// `l` points at an initialised `pthread_rwlock_t`.
 #[no_mangle]
 pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: the caller's promise; glibc's gets the caller's lock.
-    unsafe { serve(l, |_| 0, || real::rwlock_destroy(l)) }
+    unsafe {
+        serve(
+            l,
+            |_| {
+                stats::destroyed(l as usize);
+                0
+            },
+            || real::rwlock_destroy(l),
+        )
+    }
 }
 
 entry_with_caller! {

@@ -11,6 +11,13 @@
 //! `SCALELOCK_LOCKSTAT_TOP` rows per part (default 20). Writing the table allocates nothing.
 //! SIGTERM, left at its default action, writes it too.
 //!
+//! A lock the program destroys (or initialises anew in the memory of one it never destroyed)
+//! is folded into the row `(destroyed)@function` of the function that first used it, with its
+//! call sites, and its entries are freed (see [`destroyed`]): a server that creates and
+//! destroys locks all the time keeps its live locks in rows of their own, and the table never
+//! fills with locks that are gone. Locks in the static memory of the program and of the
+//! libraries loaded with it keep their rows.
+//!
 //! With `SCALELOCK_LOCKSTAT_FORMAT=dump` (what `scalelock profile` asks for) each process writes
 //! `SCALELOCK_LOCKSTAT_FILE.PID`, instead of the table, scalelock's machine-readable dump of every entry
 //! ([`scalelock::stats::dump_to_fd`]), then a copy of `/proc/self/maps` between the lines `maps`
@@ -18,7 +25,7 @@
 //! it has exited. The file is created with mode 0600 and never through a symbolic link.
 
 use crate::config::write_stderr;
-use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use scalelock::stats::{self, raw};
 use scalelock::wait::now_ns;
 
@@ -50,6 +57,80 @@ pub(crate) fn acquired(lock: usize, caller: usize) {
     if raw::enabled() {
         raw::acquired_by(lock, caller);
     }
+}
+
+/// The lock at `lock` is gone (the program destroyed it, or initialises a new one in its
+/// memory): lockstat folds its rows into those of the destroyed locks the same function first
+/// used, and frees its entries for the locks the program creates next (see
+/// `scalelock::stats::raw::destroyed`; nothing while lockstat is off, or has no rows of the
+/// lock).
+///
+/// Not a lock in static memory (see [`STATIC_SEGMENTS`]): its address is never another lock's,
+/// and `scalelock profile` names it by its symbol (a program that destroys its global locks as
+/// it exits would otherwise see them all folded).
+#[inline]
+pub(crate) fn destroyed(lock: usize) {
+    if raw::enabled() && !is_static(lock) {
+        raw::destroyed(lock);
+    }
+}
+
+/// How many writable segments [`STATIC_SEGMENTS`] holds at most.
+const MAX_STATIC_SEGMENTS: usize = 128;
+
+/// The writable segments (`.data`, `.bss`) of the objects loaded when the library was, as
+/// `[start, end)` address pairs, noted once at load while lockstat is on: what [`destroyed`]
+/// leaves alone. A library loaded later with `dlopen` is not in it (its global locks are folded
+/// when destroyed); nor are segments past [`MAX_STATIC_SEGMENTS`].
+static STATIC_SEGMENTS: [[AtomicUsize; 2]; MAX_STATIC_SEGMENTS] =
+    [const { [AtomicUsize::new(0), AtomicUsize::new(0)] }; MAX_STATIC_SEGMENTS];
+/// How many of [`STATIC_SEGMENTS`] are filled in.
+static STATIC_SEGMENT_COUNT: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether `addr` lies in one of the [`STATIC_SEGMENTS`].
+fn is_static(addr: usize) -> bool {
+    // Acquire: pairs with the Release that published the count after its segments.
+    let n = STATIC_SEGMENT_COUNT.load(Ordering::Acquire);
+    STATIC_SEGMENTS.iter().take(n).any(|[start, end]| {
+        (start.load(Ordering::Relaxed)..end.load(Ordering::Relaxed)).contains(&addr)
+    })
+}
+
+/// Notes the writable segments of every loaded object in [`STATIC_SEGMENTS`] (at load: the
+/// process is still quiet, and `dl_iterate_phdr` takes the loader's lock).
+fn note_static_segments() {
+    extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        _data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid `dl_phdr_info` whose `dlpi_phdr` points at
+        // `dlpi_phnum` program headers, all valid for the callback's duration.
+        let (base, phdrs) = unsafe {
+            let info = &*info;
+            (
+                info.dlpi_addr as usize,
+                core::slice::from_raw_parts(info.dlpi_phdr, info.dlpi_phnum as usize),
+            )
+        };
+        for ph in phdrs {
+            if ph.p_type != libc::PT_LOAD || ph.p_flags & libc::PF_W == 0 {
+                continue;
+            }
+            let n = STATIC_SEGMENT_COUNT.load(Ordering::Relaxed);
+            let Some([start, end]) = STATIC_SEGMENTS.get(n) else {
+                return 1; // full: stop
+            };
+            let at = base + ph.p_vaddr as usize;
+            start.store(at, Ordering::Relaxed);
+            end.store(at + ph.p_memsz as usize, Ordering::Relaxed);
+            // Release: a reader that sees the count sees the segment.
+            STATIC_SEGMENT_COUNT.store(n + 1, Ordering::Release);
+        }
+        0
+    }
+    // SAFETY: `each` matches the callback type and only reads what the loader passes it.
+    unsafe { libc::dl_iterate_phdr(Some(each), core::ptr::null_mut()) };
 }
 
 /// Runs a blocking acquisition, attributing what scalelock's lock records while waiting to
@@ -138,6 +219,7 @@ pub(crate) fn on_load() {
     if !stats::enabled() {
         return;
     }
+    note_static_segments();
     let lockstat = getenv(c"SCALELOCK_LOCKSTAT").unwrap_or(b"");
     let file = getenv(c"SCALELOCK_LOCKSTAT_FILE");
     // `exit` already prints to stderr (scalelock's own printer); add ours only for a file.

@@ -126,6 +126,73 @@ fn table_is_written_when_the_program_dies_of_sigterm() {
     assert!(table.contains("hot_path_lock"), "{table}");
 }
 
+/// The row of `table`'s per-lock part (after the header line that starts with `Acquired`)
+/// whose lock column, the last, starts with `lock_prefix`, split into columns.
+fn lock_row(table: &str, lock_prefix: &str) -> Option<Vec<String>> {
+    table
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("Acquired"))
+        .find(|l| l.contains(&format!("  {lock_prefix}")))
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+}
+
+/// A program that creates and destroys 41 000 locks, more than lockstat's table holds: every
+/// destroyed lock is folded into the row of the function that first used it, nothing is
+/// dropped, and nothing goes to the overflow row; a lock initialised in the memory of one never
+/// destroyed starts a row of its own, and a global lock destroyed keeps its row.
+#[test]
+fn destroyed_locks_are_folded_by_their_first_user() {
+    let file = report_path("churn");
+    let exe = compile_with("lockstat_churn", &["-rdynamic"]);
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_PRELOAD", preload_lib())
+        .env("SCALELOCK_TEST_EXPECT", "scalelock")
+        .env("SCALELOCK_LOCKSTAT_FILE", &file)
+        .env("SCALELOCK_LOCKSTAT", "1")
+        .env_remove("SCALELOCK_LOCK");
+    let (status, out, err) = run_with_timeout(cmd, PROGRAM_TIMEOUT).expect("program ran");
+    assert!(
+        status.success() && out.contains("ok churn"),
+        "{status}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    let table = std::fs::read_to_string(&file).expect("the library wrote the table");
+    eprintln!("{table}");
+    assert!(!table.contains("dropped"), "{table}");
+    assert!(!table.contains("table full"), "{table}");
+    // Every acquisition of the churned locks, in one row per first user.
+    for (first, count) in [("churn_mutex", "40000"), ("churn_rwlock", "1000")] {
+        let row = lock_row(&table, &format!("(destroyed)@{first}+"))
+            .unwrap_or_else(|| panic!("no row of {first}'s destroyed locks:\n{table}"));
+        assert_eq!(row[0], count, "{row:?}");
+    }
+    // A mutex initialised again in the memory of one never destroyed: two rows.
+    let row = lock_row(&table, "(destroyed)@first_life+").expect("the first life");
+    assert_eq!(row[0], "2", "{row:?}");
+    let reused = out
+        .lines()
+        .find_map(|l| l.strip_prefix("reused at "))
+        .expect("the program printed the address");
+    let row = lock_row(&table, &format!("{reused}@second_life+")).expect("the second life");
+    assert_eq!(row[0], "1", "{row:?}");
+    // A global lock destroyed keeps its row.
+    let global = out
+        .lines()
+        .find_map(|l| l.strip_prefix("global at "))
+        .expect("the program printed the address");
+    let row = lock_row(&table, &format!("{global}@use_global+")).expect("the global lock");
+    assert_eq!(row[0], "3", "{row:?}");
+    assert!(!table.contains("(destroyed)@use_global"), "{table}");
+    // The waited mutex, first used by main, keeps its wait at its call site.
+    let row = lock_row(&table, "(destroyed)@main+").expect("main's destroyed lock");
+    assert_eq!((row[0].as_str(), row[1].as_str()), ("2", "1"), "{row:?}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.contains("(destroyed)@main+") && l.contains("blocked_locker+")),
+        "the wait's call site:\n{table}"
+    );
+}
+
 /// `SCALELOCK_LOCKSTAT_FORMAT=dump` (what `scalelock profile` reads): every lock with its
 /// counters and hold times, the memory map, and with `SCALELOCK_LOCKSTAT_STACKS` sampled stacks.
 #[test]

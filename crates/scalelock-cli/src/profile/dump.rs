@@ -28,6 +28,8 @@ pub struct LockLine {
     pub counters: Counters,
     pub first_user: Option<u64>,
     pub name: Option<String>,
+    /// The row of the destroyed locks first used at `first_user` (`addr` is no lock's).
+    pub destroyed: bool,
 }
 
 /// A per-call-site line.
@@ -111,11 +113,16 @@ pub fn parse(text: &str) -> Result<Dump, String> {
                 let label = f.next().unwrap_or("-");
                 let (kind, value) = label.split_once(' ').unwrap_or((label, ""));
                 if key == "lock" {
+                    let destroyed = kind == "destroyed";
                     d.locks.push(LockLine {
                         addr,
                         counters,
-                        first_user: (kind == "first").then(|| hex(value)).flatten(),
+                        first_user: (kind == "first" || destroyed)
+                            .then(|| hex(value))
+                            .flatten()
+                            .filter(|&code| code != 0),
                         name: (kind == "name").then(|| value.to_string()),
+                        destroyed,
                     });
                 } else {
                     d.sites.push(SiteLine {
@@ -177,6 +184,14 @@ mod tests {
             (4, 9_000)
         );
         assert_eq!(d.locks[0].first_user, Some(0x400));
+        // The row of destroyed locks, with its first user or without.
+        let folded = v2.replace("first 0x400", "destroyed 0x400");
+        let d = parse(&folded).unwrap();
+        assert!(d.locks[0].destroyed);
+        assert_eq!(d.locks[0].first_user, Some(0x400));
+        let d = parse(&v2.replace("first 0x400", "destroyed 0x0")).unwrap();
+        assert!(d.locks[0].destroyed);
+        assert_eq!(d.locks[0].first_user, None);
         // A version-1 line read as version 2 runs out of counters: the label is no number.
         let short = text.replace("dump 1", "dump 2");
         assert!(parse(&short).is_err());

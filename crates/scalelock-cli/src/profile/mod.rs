@@ -93,7 +93,13 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
         |sym: &mut Symbolizer, a: u64| code_names.entry(a).or_insert_with(|| sym.code(a)).clone();
     let mut lock_names: HashMap<u64, (String, bool)> = HashMap::new();
     for l in &d.locks {
-        let name = if let Some(s) = sym.data(l.addr) {
+        let name = if l.destroyed {
+            let gone = scalelock::stats::DESTROYED_LOCKS;
+            match l.first_user {
+                Some(first) => (format!("{gone}@{}", code(&mut sym, first).name), false),
+                None => (gone.to_string(), false),
+            }
+        } else if let Some(s) = sym.data(l.addr) {
             (s, true)
         } else if let Some(n) = &l.name {
             (n.clone(), false)
@@ -376,12 +382,14 @@ mod tests {
                     counters: counters(6, 600, 500, 3),
                     first_user: Some(0x1),
                     name: None,
+                    destroyed: false,
                 },
                 dump::LockLine {
                     addr: 0x20,
                     counters: counters(9, 50, 10, 900),
                     first_user: None,
                     name: Some("pool".into()),
+                    destroyed: false,
                 },
             ],
             ..Default::default()
@@ -406,6 +414,12 @@ mod tests {
         assert_eq!(p.locks[0].lock, "pool");
         // Without a memory map nothing is named beyond the address and the first caller.
         assert_eq!(p.locks[1].lock, "0x10@0x1");
+        // The row of destroyed locks is named by its first user.
+        let mut d = sample();
+        d.locks[0].destroyed = true;
+        d.locks[0].addr = 0x7;
+        let p = build(&d, SortKey::Hold, 4);
+        assert_eq!(p.locks[1].lock, "(destroyed)@0x1");
     }
 
     #[test]

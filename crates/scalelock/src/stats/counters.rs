@@ -7,7 +7,7 @@
 //! there (and its recording in `table::Entry`).
 
 use super::table::{Entry, HIST_BUCKETS};
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 /// How a summed counter combines with another interval's or site's.
 fn sum(a: u64, b: u64) -> u64 {
@@ -17,6 +17,30 @@ fn sum(a: u64, b: u64) -> u64 {
 /// How a maximum combines.
 fn max(a: u64, b: u64) -> u64 {
     a.max(b)
+}
+
+/// Adds `v` into the summed counter `a` of a live entry.
+#[cfg_attr(not(all(feature = "lockstat", not(loom))), allow(dead_code))]
+fn sum_into(a: &AtomicU64, v: u64) {
+    if v != 0 {
+        a.fetch_add(v, Ordering::Relaxed);
+    }
+}
+
+/// Raises the maximum `a` of a live entry to `v`.
+#[cfg_attr(not(all(feature = "lockstat", not(loom))), allow(dead_code))]
+fn max_into(a: &AtomicU64, v: u64) {
+    a.fetch_max(v, Ordering::Relaxed);
+}
+
+/// `sum` into an atomic is [`sum_into`], `max` is [`max_into`].
+macro_rules! paste_into {
+    (sum, $a:expr, $v:expr) => {
+        sum_into($a, $v)
+    };
+    (max, $a:expr, $v:expr) => {
+        max_into($a, $v)
+    };
 }
 
 /// Declares [`Counters`] from its list of scalar counters: `doc, name: combine,` in the order
@@ -103,6 +127,17 @@ macro_rules! declare_counters {
                     *h = a.load(Ordering::Relaxed);
                 }
                 c
+            }
+
+            /// Adds these counters into the live entry `e` with atomic read-modify-writes
+            /// (sums with `fetch_add`, maxima with `fetch_max`), as [`merge`](Counters::merge)
+            /// does: other threads may be adding to `e` meanwhile.
+            #[cfg_attr(not(all(feature = "lockstat", not(loom))), allow(dead_code))]
+            pub(crate) fn add_to_entry(&self, e: &Entry) {
+                $(paste_into!($combine, &e.$name, self.$name);)*
+                for (a, h) in e.wait_hist.iter().zip(&self.wait_histogram) {
+                    sum_into(a, *h);
+                }
             }
         }
     };

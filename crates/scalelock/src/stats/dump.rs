@@ -12,13 +12,17 @@
 //! sample_period N
 //! dropped N
 //! lock ADDR COUNTERS LABEL     LABEL: -  |  first CODE  |  name TEXT  |  created LINE FILE
+//!                                     |  destroyed CODE
 //! site ADDR COUNTERS SITE      SITE:  unknown  |  addr CODE  |  source LINE FILE
 //! ```
 //!
 //! `ADDR` and `CODE` are hexadecimal (`0x..`); `COUNTERS` are the decimal values of
 //! [`Counters::scalars`](super::Counters::scalars), in its order (every counter but the
 //! histogram). Version 2 added the last two, `yields` and `yield_ns`; a version-1 dump has
-//! every counter before them.
+//! every counter before them. `destroyed CODE` labels the row of the destroyed locks first
+//! used at `CODE` (`0x0`: not known), whose `ADDR` is no lock's (see
+//! [`raw::destroyed`](super::raw::destroyed)); a reader that does not know the label reads
+//! it as no label.
 
 use super::counters::Counters;
 use super::report::FdWriter;
@@ -51,6 +55,9 @@ pub(crate) fn write_dump_fd(fd: i32) {
         }
         let _ = write!(w, " ");
         let _ = match decode_site(site) {
+            SiteKey::Total if table::is_fold(lock) => {
+                writeln!(w, "destroyed {:#x}", table::fold_first_user(lock))
+            }
             SiteKey::Total => match e.label() {
                 None => writeln!(w, "-"),
                 Some(StoredLabel::FirstUser(code)) => writeln!(w, "first {code:#x}"),

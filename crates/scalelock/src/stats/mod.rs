@@ -12,11 +12,15 @@
 //!
 //! **Where the numbers live.** One fixed, open-addressed table of 16384 cache-line-aligned
 //! entries in `.bss`, keyed by `(lock address, call site)`; site 0 holds the lock's totals.
-//! Entries are claimed with one compare-exchange and never freed, counters are relaxed atomics.
-//! No allocation, no lock, no formatting and no panic on any lock path. A lock that finds the
-//! table full around its slot (a program that keeps creating locks at new addresses) records
-//! its events in a small overflow table, by call site, under the one row `(other locks: table
-//! full)`; only an event that finds no room there either is counted in [`Report::dropped`].
+//! Entries are claimed with one compare-exchange, counters are relaxed atomics. No allocation,
+//! no lock, no formatting and no panic on any lock path. A program that keeps creating locks at
+//! new addresses would fill the table with locks that are gone: a lock retired with
+//! [`raw::destroyed`] (the preload library retires a pthread lock the program destroys) has
+//! its counts folded into the row `(destroyed)@function` of the function that first used
+//! it, with its call sites, and its entries freed for new locks. A lock that still finds the
+//! table full around its slot records its events in a small overflow table, by call site,
+//! under the one row `(other locks: table full)`; only an event that finds no room there
+//! either is counted in [`Report::dropped`].
 //!
 //! **What each path pays.**
 //!
@@ -61,9 +65,11 @@
 //! without the `lockstat` cargo feature removes every hook; this API then records nothing.
 //!
 //! **Limits.** A lock is identified by its address: two locks that live at the same address one
-//! after the other share an entry (their counts add up; the latest one's name is shown).
-//! Counters are read without stopping writers, so a report taken while threads lock is a
-//! consistent-enough snapshot, not an atomic one. The table holds 4096 `(lock, site)` pairs.
+//! after the other share an entry (their counts add up; the latest one's name is shown), unless
+//! the first one was retired with [`raw::destroyed`], as the preload library does when a
+//! program destroys a pthread lock or initialises one. Counters are read without stopping
+//! writers, so a report taken while threads lock is a consistent-enough snapshot, not an atomic
+//! one. The table holds 16384 `(lock, site)` pairs.
 //!
 //! ```
 //! use scalelock::{stats, Mutex};
@@ -86,6 +92,8 @@ pub(crate) mod hook;
 #[cfg(not(all(feature = "lockstat", not(loom))))]
 mod noop;
 mod report;
+#[cfg(all(feature = "lockstat", not(loom)))]
+mod retire;
 #[cfg_attr(not(all(feature = "lockstat", not(loom))), allow(dead_code))]
 pub(crate) mod table;
 
@@ -356,6 +364,14 @@ pub fn dump_to_fd(fd: i32) {
 
 pub use dump::DUMP_MAGIC;
 
+/// The name of the report's rows of destroyed locks, one per function that first used them
+/// (see [`raw::destroyed`]).
+///
+/// ```
+/// assert_eq!(scalelock::stats::DESTROYED_LOCKS, "(destroyed)");
+/// ```
+pub const DESTROYED_LOCKS: &str = table::FOLD_NAME;
+
 /// How many rows of each table the exit-time report prints.
 pub const EXIT_REPORT_ROWS: usize = 20;
 
@@ -549,6 +565,37 @@ pub mod raw {
         }
         #[cfg(not(all(feature = "lockstat", not(loom))))]
         let _ = (lock, caller, hold_ns);
+    }
+
+    /// The program destroyed the lock at `lock` (`pthread_mutex_destroy`): its rows are folded
+    /// into the row of the destroyed locks that the same function first used (see
+    /// [`acquired_by`]; the report names it `(destroyed)@function`), with its call sites,
+    /// and its entries are freed, so that a program that keeps creating locks keeps its live
+    /// ones in rows of their own, and a lock created later at the same address starts from
+    /// nothing. Nothing happens if lockstat has never been on.
+    ///
+    /// ```
+    /// use scalelock::stats::{self, raw, Site};
+    /// stats::enable();
+    /// raw::acquired_by(0x3000, 0x4242);
+    /// raw::destroyed(0x3000);
+    /// let r = stats::report();
+    /// # #[cfg(feature = "lockstat")]
+    /// # {
+    /// assert!(r.locks.iter().all(|l| l.lock.addr != 0x3000));
+    /// let folded = r.locks.iter().find(|l| l.lock.name == Some("(destroyed)")).unwrap();
+    /// assert_eq!(folded.lock.created, Some(Site::Address(0x4242)));
+    /// assert!(folded.counters.acquisitions >= 1);
+    /// # }
+    /// # stats::disable();
+    /// ```
+    pub fn destroyed(lock: usize) {
+        #[cfg(all(feature = "lockstat", not(loom)))]
+        if super::INTERVAL_START.load(Ordering::Relaxed) != 0 {
+            let _ = super::retire::retire(lock);
+        }
+        #[cfg(not(all(feature = "lockstat", not(loom))))]
+        let _ = lock;
     }
 
     /// Runs `f` with `caller` as this thread's acquisition site, so that a scalelock raw lock

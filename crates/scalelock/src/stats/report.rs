@@ -116,12 +116,18 @@ fn write_symbol(buf: &mut StackStr<160>, addr: usize) {
 /// let anon = LockId { addr: 0x1000, name: None, created: Some(site) };
 /// assert_eq!(anon.to_string(), "0x1000@src/pool.rs:7");
 /// assert_eq!(LockId { addr: 0x1000, name: None, created: None }.to_string(), "0x1000");
+/// let gone = LockId { addr: 0x10003, name: Some("(destroyed)"), created: Some(site) };
+/// assert_eq!(gone.to_string(), "(destroyed)@src/pool.rs:7");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LockId {
-    /// Address of the raw lock.
+    /// Address of the raw lock (for the row of destroyed locks, see `name`, a key that is no
+    /// lock's address: odd).
     pub addr: usize,
-    /// Name given with [`Mutex::with_name`](crate::Mutex::with_name) (or the C API).
+    /// Name given with [`Mutex::with_name`](crate::Mutex::with_name) (or the C API); or
+    /// `(destroyed)`: the row that holds what the locks destroyed through
+    /// [`raw::destroyed`](crate::stats::raw::destroyed) recorded, one row (and its call sites)
+    /// per function that first used them, named in `created`.
     pub name: Option<&'static str>,
     /// Where an unnamed [`Mutex`](crate::Mutex) was created; for a C lock recorded through
     /// [`raw::acquired_by`](crate::stats::raw::acquired_by), the function that first used it.
@@ -130,6 +136,14 @@ pub struct LockId {
 
 impl LockId {
     fn from_label(addr: usize, label: Option<StoredLabel>) -> LockId {
+        if table::is_fold(addr) {
+            let first_user = table::fold_first_user(addr);
+            return LockId {
+                addr,
+                name: Some(table::FOLD_NAME),
+                created: (first_user != 0).then_some(Site::Address(first_user)),
+            };
+        }
         match label {
             None => LockId {
                 addr,
@@ -156,11 +170,19 @@ impl LockId {
 }
 
 impl fmt::Display for LockId {
-    /// The name, else `0xaddr@creation-site`, else `0xaddr`. `{:#}` shortens the site's path.
+    /// The name (`name@site` where it has a site too: the destroyed locks first used there),
+    /// else `0xaddr@creation-site`, else `0xaddr`. `{:#}` shortens the site's path.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut buf = StackStr::<160>::new();
         match (self.name, self.created) {
-            (Some(n), _) => buf.push_str(n),
+            // A name with a site: the destroyed locks first used there.
+            (Some(n), Some(s)) if f.alternate() => {
+                let _ = write!(buf, "{n}@{s:#}");
+            }
+            (Some(n), Some(s)) => {
+                let _ = write!(buf, "{n}@{s}");
+            }
+            (Some(n), None) => buf.push_str(n),
             (None, Some(s)) if f.alternate() => {
                 let _ = write!(buf, "{:#x}@{:#}", self.addr, s);
             }

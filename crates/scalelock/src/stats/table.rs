@@ -3,15 +3,27 @@
 //! One open-addressed array of [`CAPACITY`] cache-line-aligned entries in `.bss`, keyed by
 //! `(lock address, site)`. Site [`SITE_TOTAL`] holds a lock's totals; any other site holds what
 //! was recorded at one call site of that lock ([`SITE_UNKNOWN`] when the caller is not known).
-//! Entries are claimed with one compare-exchange and never freed, so a pointer to an entry stays
-//! valid for the life of the process (the `Mutex` wrapper caches one). Nothing here allocates,
-//! locks, formats or panics: it runs on lock paths.
+//! Entries are claimed with one compare-exchange, so a pointer to an entry stays valid (the
+//! `Mutex` wrapper caches one), and freed only by `retire` (the module above this one), for a
+//! lock the program has destroyed. Nothing here allocates, locks, formats or panics: it runs
+//! on lock paths.
 //!
 //! A process that creates locks at new addresses all the time fills the table with locks that
-//! are gone. The events of locks that then find no room go to a small [`OVERFLOW`] table, one
-//! entry per call site and one for the totals, shared by all such locks under the pseudo-lock
-//! [`OVERFLOW_LOCK`] (its totals are named [`OVERFLOW_NAME`]): only counters that take
-//! `fetch_add` go there (see [`record_entry`]), so sharing loses no update.
+//! are gone. Two things keep its rows meaningful:
+//! - `retire`, when the program destroys a lock (`pthread_mutex_destroy`, through the
+//!   preload library), folds the lock's entries into the entries of the pseudo-lock
+//!   [`fold_lock`]`(first user)`: one row per function that first used such locks, named
+//!   [`FOLD_NAME`], with a row per call site under it as any lock has, and frees the lock's
+//!   entries for new locks. It finds the lock's call-site entries through a chain kept in
+//!   `Entry::chain` (the totals entry holds the head).
+//! - The events of locks that still find no room go to a small [`OVERFLOW`] table, one entry per
+//!   call site and one for the totals, shared by all such locks under the pseudo-lock
+//!   [`OVERFLOW_LOCK`] (its totals are named [`OVERFLOW_NAME`]): only counters that take
+//!   `fetch_add` go there (see [`record_entry`]), so sharing loses no update.
+//!
+//! A freed entry is a *tombstone*: lookups probe past it (the keys placed after it stay
+//! reachable), and a key that is not in the table is claimed in the first tombstone its probe
+//! passed, or else in the empty slot that ended the probe.
 //!
 //! Site encoding (one `usize`):
 //!
@@ -80,6 +92,8 @@ pub(crate) fn decode_site(site: usize) -> SiteKey {
 const EMPTY: u8 = 0;
 const CLAIMING: u8 = 1;
 const READY: u8 = 2;
+/// Freed by `retire`: probed past, claimable (see the module docs).
+const TOMBSTONE: u8 = 3;
 
 /// What a lock is called: a name, or the site that created it (16 bytes: it lives in every
 /// `Mutex`).
@@ -140,12 +154,22 @@ pub(crate) struct Entry {
     pub(crate) hold_start: AtomicU64,
     pub(crate) hold_site: AtomicUsize,
     pub(crate) wait_hist: [AtomicU64; HIST_BUCKETS],
+    /// The chain of a lock's call-site entries in the main table (see `retire`), as one more
+    /// than an index into that table (0: none): on the totals entry, the first; on a call-site
+    /// entry, the next.
+    chain: AtomicUsize,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
 const ZERO: AtomicU64 = AtomicU64::new(0);
 
 impl Entry {
+    /// An empty entry, for the small tables of unit tests.
+    #[cfg(test)]
+    pub(crate) const fn new_for_tests() -> Entry {
+        Entry::new()
+    }
+
     const fn new() -> Entry {
         Entry {
             key_state: AtomicU8::new(EMPTY),
@@ -172,7 +196,50 @@ impl Entry {
             hold_start: ZERO,
             hold_site: AtomicUsize::new(0),
             wait_hist: [ZERO; HIST_BUCKETS],
+            chain: AtomicUsize::new(0),
         }
+    }
+
+    /// Empties a retired entry and makes it a tombstone (see the module docs). Only a retired
+    /// lock's entries come here: no thread records into them any more (a program that uses a
+    /// lock it destroyed has undefined behaviour), though a report may be reading them.
+    pub(crate) fn free(&self) {
+        for c in [
+            &self.acquisitions,
+            &self.acquisitions_base,
+            &self.sample_mask,
+            &self.contended,
+            &self.timeouts,
+            &self.spin_ns,
+            &self.sleeps,
+            &self.handoffs,
+            &self.wait_ns,
+            &self.max_wait_ns,
+            &self.hold_samples,
+            &self.hold_ns,
+            &self.max_hold_ns,
+            &self.yields,
+            &self.yield_ns,
+            &self.hold_start,
+        ] {
+            c.store(0, Ordering::Relaxed);
+        }
+        for h in &self.wait_hist {
+            h.store(0, Ordering::Relaxed);
+        }
+        for w in [
+            &self.lock,
+            &self.site,
+            &self.label_seq,
+            &self.label_ptr,
+            &self.label_len,
+            &self.hold_site,
+            &self.chain,
+        ] {
+            w.store(0, Ordering::Relaxed);
+        }
+        // Release: a thread that claims the tombstone sees the entry emptied.
+        self.key_state.store(TOMBSTONE, Ordering::Release);
     }
 
     /// The `(lock, site)` key, if this entry is in use.
@@ -359,6 +426,27 @@ pub(crate) const OVERFLOW_LOCK: usize = 1;
 /// The name of the overflow's totals, as reports show it.
 pub(crate) const OVERFLOW_NAME: &str = "(other locks: table full)";
 
+/// The pseudo-lock whose entries hold what `retire` folds of the destroyed
+/// locks first used at the code address `first_user` (0: not known): `first_user << 2 | 3`,
+/// odd, so no lock's address (locks are aligned to at least 4 bytes) and not
+/// [`OVERFLOW_LOCK`].
+pub(crate) const fn fold_lock(first_user: usize) -> usize {
+    (first_user << 2) | 3
+}
+
+/// Whether `lock` is a [`fold_lock`].
+pub(crate) const fn is_fold(lock: usize) -> bool {
+    lock & 3 == 3
+}
+
+/// The first user a [`fold_lock`] stands for (0: not known).
+pub(crate) const fn fold_first_user(lock: usize) -> usize {
+    lock >> 2
+}
+
+/// The name of a [`fold_lock`]'s rows, as reports show it (with its first user).
+pub(crate) const FOLD_NAME: &str = "(destroyed)";
+
 #[inline]
 fn slot_of(lock: usize, site: usize, len: usize) -> usize {
     let h = (lock ^ site.rotate_left(29)) as u64;
@@ -368,12 +456,11 @@ fn slot_of(lock: usize, site: usize, len: usize) -> usize {
 /// Finds the entry for `(lock, site)`, claiming a free one if `insert`. `None` when absent (and
 /// not inserting) or when the table is full around that slot (counted in [`DROPPED`]).
 pub(crate) fn lookup(lock: usize, site: usize, insert: bool) -> Option<&'static Entry> {
-    let table: &'static [Entry] = if lock == OVERFLOW_LOCK {
-        &OVERFLOW
+    let e = if lock == OVERFLOW_LOCK {
+        lookup_in(&OVERFLOW, lock, site, insert)
     } else {
-        &TABLE
+        find_chained(&TABLE, lock, site, insert)
     };
-    let e = lookup_in(table, lock, site, insert);
     if e.is_none() && insert {
         DROPPED.fetch_add(1, Ordering::Relaxed);
     }
@@ -393,13 +480,13 @@ pub(crate) fn record_entry(lock: usize, site: usize) -> Option<&'static Entry> {
 }
 
 /// [`record_entry`] over the tables `main` and `overflow`.
-fn record_entry_in(
+pub(crate) fn record_entry_in(
     main: &'static [Entry],
     overflow: &'static [Entry],
     lock: usize,
     site: usize,
 ) -> Option<&'static Entry> {
-    if let Some(e) = lookup_in(main, lock, site, true) {
+    if let Some(e) = find_chained(main, lock, site, true) {
         return Some(e);
     }
     // The overflow's totals entry carries its name, for its call sites' rows too.
@@ -420,15 +507,65 @@ pub(crate) fn is_overflow(e: &Entry) -> bool {
     e.lock_addr() == OVERFLOW_LOCK
 }
 
-/// [`lookup`] in `table` (its length a power of two), counting nothing.
+/// [`lookup`] in `table` (its length a power of two), counting nothing; a call-site entry it
+/// claims is not chained to its lock (see [`find_chained`]).
 fn lookup_in(
     table: &'static [Entry],
     lock: usize,
     site: usize,
     insert: bool,
 ) -> Option<&'static Entry> {
+    find(table, lock, site, insert).map(|(e, _)| e)
+}
+
+/// [`lookup_in`] `main`, the table whose entries `retire` frees: a call-site
+/// entry it claims joins the chain of its lock's totals entry (claimed too if need be).
+fn find_chained(
+    main: &'static [Entry],
+    lock: usize,
+    site: usize,
+    insert: bool,
+) -> Option<&'static Entry> {
+    let (e, claimed) = find(main, lock, site, insert)?;
+    if claimed && site != SITE_TOTAL {
+        if let Some(total) = lookup_in(main, lock, SITE_TOTAL, true) {
+            let link = index_in(main, e) + 1;
+            let mut head = total.chain.load(Ordering::Relaxed);
+            loop {
+                e.chain.store(head, Ordering::Relaxed);
+                // Release: a retire that reads the new head sees this entry's link.
+                match total.chain.compare_exchange_weak(
+                    head,
+                    link,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(current) => head = current,
+                }
+            }
+        }
+    }
+    Some(e)
+}
+
+/// The index of `e` in `table`.
+fn index_in(table: &[Entry], e: &Entry) -> usize {
+    (e as *const Entry as usize - table.as_ptr() as usize) / core::mem::size_of::<Entry>()
+}
+
+/// Finds the entry of `(lock, site)` in `table`, or with `insert` claims one (see the module
+/// docs: the first tombstone the probe passed, else the empty slot that ended it); true with
+/// an entry this call claimed.
+fn find(
+    table: &'static [Entry],
+    lock: usize,
+    site: usize,
+    insert: bool,
+) -> Option<(&'static Entry, bool)> {
     let len = table.len();
     let start = slot_of(lock, site, len);
+    let mut tombstone: Option<&'static Entry> = None;
     for i in 0..MAX_PROBES.min(len) {
         let e = &table[(start + i) & (len - 1)];
         let mut state = e.key_state.load(Ordering::Acquire);
@@ -436,21 +573,21 @@ fn lookup_in(
             if !insert {
                 return None;
             }
-            match e.key_state.compare_exchange(
-                EMPTY,
-                CLAIMING,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    e.lock.store(lock, Ordering::Relaxed);
-                    e.site.store(site, Ordering::Relaxed);
-                    // Release: whoever sees READY sees the key.
-                    e.key_state.store(READY, Ordering::Release);
-                    return Some(e);
+            // The key is in none of the slots its probe passed: it goes into the first
+            // tombstone among them, if another thread has not just taken it, or here.
+            if let Some(t) = tombstone {
+                if claim(t, TOMBSTONE, lock, site).is_ok() {
+                    return Some((t, true));
                 }
+            }
+            match claim(e, EMPTY, lock, site) {
+                Ok(()) => return Some((e, true)),
                 Err(current) => state = current,
             }
+        }
+        if state == TOMBSTONE {
+            tombstone = tombstone.or(Some(e));
+            continue;
         }
         if state == CLAIMING {
             // Another thread is a few instructions from publishing this key; wait briefly. If it
@@ -467,10 +604,56 @@ fn lookup_in(
             && e.lock.load(Ordering::Relaxed) == lock
             && e.site.load(Ordering::Relaxed) == site
         {
-            return Some(e);
+            return Some((e, false));
         }
     }
-    None
+    // No empty slot within the probes: a tombstone passed takes the key.
+    match tombstone {
+        Some(t) if insert && claim(t, TOMBSTONE, lock, site).is_ok() => Some((t, true)),
+        _ => None,
+    }
+}
+
+/// Claims `e`, in state `from` (empty or a tombstone), for `(lock, site)`; the state found
+/// where another thread changed it first.
+fn claim(e: &Entry, from: u8, lock: usize, site: usize) -> Result<(), u8> {
+    e.key_state
+        .compare_exchange(from, CLAIMING, Ordering::Acquire, Ordering::Acquire)?;
+    e.lock.store(lock, Ordering::Relaxed);
+    e.site.store(site, Ordering::Relaxed);
+    // Release: whoever sees READY sees the key.
+    e.key_state.store(READY, Ordering::Release);
+    Ok(())
+}
+
+/// The entries of `lock` in `main` that `retire` folds and frees: its
+/// totals, and its call-site entries in their chain (each with its site); `None` where the
+/// lock has no totals entry there.
+pub(crate) fn lock_entries_in(
+    main: &'static [Entry],
+    lock: usize,
+) -> Option<(
+    &'static Entry,
+    impl Iterator<Item = (&'static Entry, usize)>,
+)> {
+    let total = lookup_in(main, lock, SITE_TOTAL, false)?;
+    // Acquire: pairs with the Release of the link that made each entry the head.
+    let mut next = total.chain.load(Ordering::Acquire);
+    // A chain holds distinct entries; the bound only guards the walk.
+    let mut left = main.len();
+    let sites = core::iter::from_fn(move || {
+        while next != 0 && left > 0 {
+            left -= 1;
+            let e = &main[next - 1];
+            next = e.chain.load(Ordering::Relaxed);
+            match e.key() {
+                Some((l, site)) if l == lock && site != SITE_TOTAL => return Some((e, site)),
+                _ => continue,
+            }
+        }
+        None
+    });
+    Some((total, sites))
 }
 
 /// Every entry in use, with its key: the table's, then the overflow's.
@@ -495,6 +678,75 @@ pub(crate) fn entry_at(i: usize) -> &'static Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lookups_probe_past_a_freed_entry_and_new_keys_take_it() {
+        static T: [Entry; 4] = [const { Entry::new() }; 4];
+        let t: &'static [Entry] = &T;
+        // Three locks whose probes start at the same slot.
+        let start = slot_of(64, SITE_TOTAL, 4);
+        let same: Vec<usize> = (1..)
+            .map(|k| k * 64)
+            .filter(|&l| slot_of(l, SITE_TOTAL, 4) == start)
+            .take(3)
+            .collect();
+        let (a, b, c) = (same[0], same[1], same[2]);
+        let ea = lookup_in(t, a, SITE_TOTAL, true).unwrap();
+        let eb = lookup_in(t, b, SITE_TOTAL, true).unwrap();
+        assert_eq!(index_in(t, eb), (index_in(t, ea) + 1) % 4);
+        ea.free();
+        assert_eq!(ea.key(), None);
+        // b, placed past a's slot, is still found, and not claimed again in the tombstone.
+        assert!(core::ptr::eq(
+            lookup_in(t, b, SITE_TOTAL, false).unwrap(),
+            eb
+        ));
+        assert!(core::ptr::eq(
+            lookup_in(t, b, SITE_TOTAL, true).unwrap(),
+            eb
+        ));
+        assert!(lookup_in(t, a, SITE_TOTAL, false).is_none());
+        // A new key takes the tombstone its probe passed.
+        let ec = lookup_in(t, c, SITE_TOTAL, true).unwrap();
+        assert!(core::ptr::eq(ec, ea));
+        assert_eq!(ec.key(), Some((c, SITE_TOTAL)));
+        // With no empty slot left in its probe, a key takes a tombstone too.
+        let filled = (100..)
+            .map(|k| lookup_in(t, k * 64, SITE_TOTAL, true))
+            .take_while(Option::is_some)
+            .count();
+        assert_eq!(filled, 2, "two slots were left");
+        assert!(lookup_in(t, 99 * 64, SITE_TOTAL, true).is_none(), "full");
+        eb.free();
+        let ed = lookup_in(t, 99 * 64, SITE_TOTAL, true).unwrap();
+        assert!(core::ptr::eq(ed, eb));
+    }
+
+    #[test]
+    fn a_locks_call_site_entries_are_chained_to_its_totals() {
+        static T: [Entry; 16] = [const { Entry::new() }; 16];
+        let t: &'static [Entry] = &T;
+        // A call site recorded first claims the totals too, and joins its chain.
+        let s1 = find_chained(t, 0x100, site_of_address(1), true).unwrap();
+        let s2 = find_chained(t, 0x100, site_of_address(2), true).unwrap();
+        let other = find_chained(t, 0x200, site_of_address(1), true).unwrap();
+        assert!(core::ptr::eq(
+            find_chained(t, 0x100, site_of_address(1), true).unwrap(),
+            s1
+        ));
+        let (total, sites) = lock_entries_in(t, 0x100).unwrap();
+        assert_eq!(total.key(), Some((0x100, SITE_TOTAL)));
+        let sites: Vec<(&Entry, usize)> = sites.collect();
+        assert_eq!(sites.len(), 2);
+        assert!(sites
+            .iter()
+            .any(|(e, s)| core::ptr::eq(*e, s1) && *s == site_of_address(1)));
+        assert!(sites
+            .iter()
+            .any(|(e, s)| core::ptr::eq(*e, s2) && *s == site_of_address(2)));
+        assert!(sites.iter().all(|(e, _)| !core::ptr::eq(*e, other)));
+        assert!(lock_entries_in(t, 0x300).is_none());
+    }
 
     #[test]
     fn events_past_a_full_table_are_recorded_in_the_overflow_by_site() {
