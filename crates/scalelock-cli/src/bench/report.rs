@@ -267,7 +267,7 @@ fn section(
     } else {
         type Metric = fn(&Record) -> Option<f64>;
         type Format = fn(f64) -> String;
-        let plots: [(&str, &str, Metric, Format); 3] = [
+        let mut plots: Vec<(&str, &str, Metric, Format)> = vec![
             (
                 "Throughput (higher is better)",
                 throughput_unit,
@@ -287,6 +287,21 @@ fn section(
                 duration_ns,
             ),
         ];
+        // Where they were measured (not for a workload whose operations run in another
+        // process, as the MariaDB one).
+        if series.iter().any(|s| {
+            threads.iter().any(|&t| {
+                g.get(s, t)
+                    .is_some_and(|r| r.context_switches_per_op.is_some())
+            })
+        }) {
+            plots.push((
+                "Context switches per 1000 operations (lower is better)",
+                "per 1000 ops",
+                |r| r.context_switches_per_op.map(|v| v * 1000.0),
+                super::output::per_thousand,
+            ));
+        }
         for (title, unit, metric, fmt) in plots {
             h.push_str(&line_plot(
                 g, &series, &threads, ours, title, unit, metric, fmt,
@@ -314,7 +329,10 @@ fn capitalise(s: &str) -> String {
 }
 
 fn numbers_table(h: &mut String, g: &Group<'_>, series: &[&str], threads: &[usize], ours: &str) {
-    h.push_str("<table><tr><th>median ops/s &nbsp;(cpu/op, p99, p99.9, max)</th>");
+    h.push_str(
+        "<table><tr><th>median ops/s &nbsp;(cpu/op, p99, p99.9, max; context switches per \
+         1000 ops)</th>",
+    );
     for t in threads {
         let _ = write!(h, "<th>{t} thread{}</th>", if *t == 1 { "" } else { "s" });
     }
@@ -326,14 +344,16 @@ fn numbers_table(h: &mut String, g: &Group<'_>, series: &[&str], threads: &[usiz
                 Some(r) => {
                     let _ = write!(
                         h,
-                        "<td>{} <small>[{}–{}] ({}, {}, {}, {})</small></td>",
+                        "<td>{} <small>[{}–{}] ({}, {}, {}, {}; {})</small></td>",
                         si(r.ops_per_sec),
                         si(r.ops_per_sec_spread.min),
                         si(r.ops_per_sec_spread.max),
                         duration_ns(r.cpu_ns_per_op),
                         duration_ns(r.latency_ns.p99 as f64),
                         duration_ns(r.latency_ns.p999 as f64),
-                        duration_ns(r.latency_ns.max as f64)
+                        duration_ns(r.latency_ns.max as f64),
+                        r.context_switches_per_op
+                            .map_or("-".to_string(), |v| super::output::per_thousand(v * 1000.0))
                     );
                 }
                 None => h.push_str("<td>-</td>"),
@@ -667,6 +687,23 @@ mod tests {
         );
         assert!(page.contains("scalelock ÷ best other"));
         assert!(page.contains("threads"));
+    }
+
+    #[test]
+    fn context_switches_are_plotted_and_tabled_where_measured() {
+        let mut rs = vec![
+            record("w", None, "scalelock", 2, 100.0),
+            record("w", None, "std", 2, 50.0),
+            record("w", None, "scalelock", 8, 900.0),
+            record("w", None, "std", 8, 100.0),
+        ];
+        rs[2].context_switches_per_op = Some(0.0025);
+        let page = html(&run(rs)).unwrap();
+        assert_eq!(page.matches("<svg").count(), 4, "{page}");
+        assert!(page.contains("Context switches per 1000 operations"));
+        // The table: 2.50 for the measured point, `-` for the others.
+        assert!(page.contains("; 2.50)</small>"), "{page}");
+        assert!(page.contains("; -)</small>"), "{page}");
     }
 
     #[test]
