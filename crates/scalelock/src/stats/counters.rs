@@ -34,7 +34,7 @@ fn max_into(a: &AtomicU64, v: u64) {
 }
 
 /// `sum` into an atomic is [`sum_into`], `max` is [`max_into`].
-macro_rules! paste_into {
+macro_rules! combine_into {
     (sum, $a:expr, $v:expr) => {
         sum_into($a, $v)
     };
@@ -134,7 +134,7 @@ macro_rules! declare_counters {
             /// does: other threads may be adding to `e` meanwhile.
             #[cfg_attr(not(all(feature = "lockstat", not(loom))), allow(dead_code))]
             pub(crate) fn add_to_entry(&self, e: &Entry) {
-                $(paste_into!($combine, &e.$name, self.$name);)*
+                $(combine_into!($combine, &e.$name, self.$name);)*
                 for (a, h) in e.wait_hist.iter().zip(&self.wait_histogram) {
                     sum_into(a, *h);
                 }

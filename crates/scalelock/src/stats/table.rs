@@ -204,6 +204,9 @@ impl Entry {
     /// lock's entries come here: no thread records into them any more (a program that uses a
     /// lock it destroyed has undefined behaviour), though a report may be reading them.
     pub(crate) fn free(&self) {
+        // Out of use while it is emptied: reports skip it, lookups probe past it, and nobody
+        // claims it before it is a tombstone.
+        self.key_state.store(CLAIMING, Ordering::Relaxed);
         for c in [
             &self.acquisitions,
             &self.acquisitions_base,
@@ -426,10 +429,9 @@ pub(crate) const OVERFLOW_LOCK: usize = 1;
 /// The name of the overflow's totals, as reports show it.
 pub(crate) const OVERFLOW_NAME: &str = "(other locks: table full)";
 
-/// The pseudo-lock whose entries hold what `retire` folds of the destroyed
-/// locks first used at the code address `first_user` (0: not known): `first_user << 2 | 3`,
-/// odd, so no lock's address (locks are aligned to at least 4 bytes) and not
-/// [`OVERFLOW_LOCK`].
+/// The pseudo-lock whose entries hold what `retire` folds of the destroyed locks first used at
+/// the code address `first_user` (0: not known): `first_user << 2 | 3`, odd, so no lock's
+/// address (locks are aligned to at least 4 bytes) and not [`OVERFLOW_LOCK`].
 pub(crate) const fn fold_lock(first_user: usize) -> usize {
     (first_user << 2) | 3
 }
@@ -518,8 +520,8 @@ fn lookup_in(
     find(table, lock, site, insert).map(|(e, _)| e)
 }
 
-/// [`lookup_in`] `main`, the table whose entries `retire` frees: a call-site
-/// entry it claims joins the chain of its lock's totals entry (claimed too if need be).
+/// [`lookup_in`] `main`, the table whose entries `retire` frees: a call-site entry it claims
+/// joins the chain of its lock's totals entry (claimed too if need be).
 fn find_chained(
     main: &'static [Entry],
     lock: usize,
@@ -626,9 +628,9 @@ fn claim(e: &Entry, from: u8, lock: usize, site: usize) -> Result<(), u8> {
     Ok(())
 }
 
-/// The entries of `lock` in `main` that `retire` folds and frees: its
-/// totals, and its call-site entries in their chain (each with its site); `None` where the
-/// lock has no totals entry there.
+/// The entries of `lock` in `main` that `retire` folds and frees: its totals, and its
+/// call-site entries in their chain (each with its site); `None` where the lock has no totals
+/// entry there.
 pub(crate) fn lock_entries_in(
     main: &'static [Entry],
     lock: usize,
