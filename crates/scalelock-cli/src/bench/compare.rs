@@ -169,49 +169,10 @@ fn lower_is_better(metric: Metric) -> bool {
 /// The cells of a parsed results file whose figure is `metric` (see the module docs).
 pub fn cells(json: &Value, metric: Metric) -> Result<Vec<Cell>, String> {
     match latency_key(metric) {
-        None if metric == Metric::Switches => switch_cells(json),
+        None if metric == Metric::Switches => run_figure_cells(json, RunFigure::Switches),
         None => speed_cells(json, metric == Metric::Cpu),
-        Some(key) => latency_cells(json, key),
+        Some(key) => run_figure_cells(json, RunFigure::Latency(key)),
     }
-}
-
-/// Context-switch cells: each run's `context_switches_per_op`, the cell's figure their median.
-/// Results without them (not measured, or written before they were) are left out.
-fn switch_cells(json: &Value) -> Result<Vec<Cell>, String> {
-    let results = json["results"]
-        .as_array()
-        .ok_or("it has no `results` array")?;
-    let mut out = Vec::new();
-    for (i, r) in results.iter().enumerate() {
-        let (workload, series, threads) = identity(r, i)?;
-        const KEY: &str = "context_switches_per_op";
-        if r[KEY].is_null() {
-            continue;
-        }
-        let of = |v: &Value, what: &str| -> Result<f64, String> {
-            v[KEY]
-                .as_f64()
-                .ok_or_else(|| format!("result {i} has no number `{what}{KEY}`"))
-        };
-        let runs: Vec<f64> = match r["runs"].as_array() {
-            Some(rs) if !rs.is_empty() => rs
-                .iter()
-                .map(|run| of(run, "runs[]."))
-                .collect::<Result<_, String>>()?,
-            _ => vec![of(r, "")?],
-        };
-        out.push(Cell {
-            workload,
-            case: r["case"].as_str().map(str::to_string),
-            series,
-            threads,
-            median: Spread::of(&runs).median,
-            runs,
-            verdict: None,
-            standing: None,
-        });
-    }
-    Ok(out)
 }
 
 /// Result `i`'s workload, series (its lock, unless named) and thread count.
@@ -230,21 +191,63 @@ fn identity(r: &Value, i: usize) -> Result<(String, String, u64), String> {
     Ok((workload, series, threads))
 }
 
-/// Latency cells: each run's `latency_ns.<key>`, the cell's figure their median.
-fn latency_cells(json: &Value, key: &str) -> Result<Vec<Cell>, String> {
+/// A figure each run of a result has, compared as the median of the runs' own.
+#[derive(Clone, Copy)]
+enum RunFigure {
+    /// `latency_ns.<key>`; results without latency samples, and stalls of 0 (not measured),
+    /// are left out.
+    Latency(&'static str),
+    /// `context_switches_per_op`; results without it (not measured, or written before it
+    /// was) are left out.
+    Switches,
+}
+
+impl RunFigure {
+    /// The figure's path in a result or a run, as an error names it.
+    fn path(self) -> String {
+        match self {
+            RunFigure::Latency(key) => format!("latency_ns.{key}"),
+            RunFigure::Switches => "context_switches_per_op".into(),
+        }
+    }
+
+    /// The figure in `v` (a result or one of its runs).
+    fn of(self, v: &Value) -> Option<f64> {
+        match self {
+            RunFigure::Latency(key) => v["latency_ns"][key].as_f64(),
+            RunFigure::Switches => v["context_switches_per_op"].as_f64(),
+        }
+    }
+
+    /// Whether result `r` did not measure the figure (`runs`: its runs' values).
+    fn unmeasured(self, r: &Value, runs: Option<&[f64]>) -> bool {
+        match self {
+            RunFigure::Latency(key) => {
+                r["latency_samples"].as_u64() == Some(0)
+                    // A stall of 0: not measured (see `stats::Latency::stall`).
+                    || (key == "stall" && runs.is_some_and(|v| v.iter().all(|&x| x == 0.0)))
+            }
+            RunFigure::Switches => r["context_switches_per_op"].is_null(),
+        }
+    }
+}
+
+/// Cells of a figure each run has (see [`RunFigure`]): the runs' own, the cell's figure their
+/// median.
+fn run_figure_cells(json: &Value, figure: RunFigure) -> Result<Vec<Cell>, String> {
     let results = json["results"]
         .as_array()
         .ok_or("it has no `results` array")?;
     let mut out = Vec::new();
     for (i, r) in results.iter().enumerate() {
         let (workload, series, threads) = identity(r, i)?;
-        if r["latency_samples"].as_u64() == Some(0) {
+        if figure.unmeasured(r, None) {
             continue;
         }
         let of = |v: &Value, what: &str| -> Result<f64, String> {
-            v["latency_ns"][key]
-                .as_f64()
-                .ok_or_else(|| format!("result {i} has no number `{what}latency_ns.{key}`"))
+            figure
+                .of(v)
+                .ok_or_else(|| format!("result {i} has no number `{what}{}`", figure.path()))
         };
         let runs: Vec<f64> = match r["runs"].as_array() {
             Some(rs) if !rs.is_empty() => rs
@@ -253,8 +256,7 @@ fn latency_cells(json: &Value, key: &str) -> Result<Vec<Cell>, String> {
                 .collect::<Result<_, String>>()?,
             _ => vec![of(r, "")?],
         };
-        // A stall of 0: not measured (see `stats::Latency::stall`).
-        if key == "stall" && runs.iter().all(|&v| v == 0.0) {
+        if figure.unmeasured(r, Some(&runs)) {
             continue;
         }
         let median = Spread::of(&runs).median;

@@ -322,32 +322,13 @@ fn worst_stall_ratio(all: &[Group<'_>], name: &str, ours: &str, own: &str) -> Op
 /// over the lowest other's (see [`Group::tail_ratio`]), at the thread counts above one (a lone
 /// thread waits for nobody). Nothing where no series sampled acquisitions.
 fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
-    let threads: Vec<usize> = g.threads().into_iter().filter(|&t| t > 1).collect();
-    if threads.is_empty() {
-        return;
-    }
-    let sampled = |r: &&Record| r.latency_samples > 0;
-    let series: Vec<&str> = g
-        .series()
-        .into_iter()
-        .filter(|s| {
-            threads
-                .iter()
-                .any(|&t| g.get(s, t).filter(sampled).is_some())
-        })
-        .collect();
-    if series.is_empty() {
-        return;
-    }
-    table_head(
+    let threads = series_rows(
         out,
+        g,
+        ours,
         "longest stall: median of the runs' own (lower is better)",
-        &threads,
-    );
-    for s in series {
-        let _ = write!(out, "| {} |", series_label(ours, s));
-        for &t in &threads {
-            let text = g.get(s, t).filter(sampled).map_or("-".to_string(), |r| {
+        |r| {
+            (r.latency_samples > 0).then(|| {
                 let sp = tail_spread(r, Tail::Stall);
                 format!(
                     "{} ({}–{})",
@@ -355,11 +336,10 @@ fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
                     duration_ns(sp.min),
                     duration_ns(sp.max)
                 )
-            });
-            let _ = write!(out, " {text} |");
-        }
-        out.push('\n');
-    }
+            })
+        },
+    );
+    let Some(threads) = threads else { return };
     for own in g.own_series(ours) {
         let _ = write!(out, "| {own} ÷ lowest other |");
         for &t in &threads {
@@ -379,46 +359,66 @@ fn group_stall_table(out: &mut String, g: &Group<'_>, ours: &str) {
 /// median of its runs' own, with their range; lower is better), at the thread counts above
 /// one. Nothing where no series measured them (the MariaDB workload).
 fn group_switch_table(out: &mut String, g: &Group<'_>, ours: &str) {
+    let threads = series_rows(
+        out,
+        g,
+        ours,
+        "context switches per 1000 operations: median of the runs' own (lower is better)",
+        |r| {
+            let runs: Option<Vec<f64>> = r.runs.iter().map(|k| k.context_switches_per_op).collect();
+            let runs = runs
+                .filter(|v| !v.is_empty())
+                .or_else(|| r.context_switches_per_op.map(|v| vec![v]))?;
+            let sp = Spread::of(&runs.iter().map(|x| x * 1000.0).collect::<Vec<_>>());
+            Some(format!(
+                "{} ({}–{})",
+                per_thousand(sp.median),
+                per_thousand(sp.min),
+                per_thousand(sp.max)
+            ))
+        },
+    );
+    if threads.is_some() {
+        out.push('\n');
+    }
+}
+
+/// A table headed `heading`, one row per series with a cell of `text` at one of the group's
+/// thread counts above one, and those thread counts; nothing (`None`) where no series has one.
+fn series_rows(
+    out: &mut String,
+    g: &Group<'_>,
+    ours: &str,
+    heading: &str,
+    text: impl Fn(&Record) -> Option<String>,
+) -> Option<Vec<usize>> {
     let threads: Vec<usize> = g.threads().into_iter().filter(|&t| t > 1).collect();
-    let runs_of = |r: &Record| -> Option<Vec<f64>> {
-        let v: Option<Vec<f64>> = r.runs.iter().map(|k| k.context_switches_per_op).collect();
-        v.filter(|v| !v.is_empty())
-            .or_else(|| r.context_switches_per_op.map(|v| vec![v]))
-    };
-    let series: Vec<&str> = g
+    let rows: Vec<(&str, Vec<Option<String>>)> = g
         .series()
         .into_iter()
-        .filter(|s| {
-            threads
-                .iter()
-                .any(|&t| g.get(s, t).and_then(runs_of).is_some())
+        .map(|s| {
+            (
+                s,
+                threads
+                    .iter()
+                    .map(|&t| g.get(s, t).and_then(&text))
+                    .collect(),
+            )
         })
+        .filter(|(_, cells): &(&str, Vec<Option<String>>)| cells.iter().any(Option::is_some))
         .collect();
-    if series.is_empty() {
-        return;
+    if rows.is_empty() {
+        return None;
     }
-    table_head(
-        out,
-        "context switches per 1000 operations: median of the runs' own (lower is better)",
-        &threads,
-    );
-    for s in series {
+    table_head(out, heading, &threads);
+    for (s, cells) in rows {
         let _ = write!(out, "| {} |", series_label(ours, s));
-        for &t in &threads {
-            let text = g.get(s, t).and_then(runs_of).map_or("-".to_string(), |v| {
-                let sp = Spread::of(&v.iter().map(|x| x * 1000.0).collect::<Vec<_>>());
-                format!(
-                    "{} ({}–{})",
-                    per_thousand(sp.median),
-                    per_thousand(sp.min),
-                    per_thousand(sp.max)
-                )
-            });
-            let _ = write!(out, " {text} |");
+        for c in cells {
+            let _ = write!(out, " {} |", c.as_deref().unwrap_or("-"));
         }
         out.push('\n');
     }
-    out.push('\n');
+    Some(threads)
 }
 
 #[cfg(test)]

@@ -207,28 +207,13 @@ impl Entry {
         // Out of use while it is emptied: reports skip it, lookups probe past it, and nobody
         // claims it before it is a tombstone.
         self.key_state.store(CLAIMING, Ordering::Relaxed);
+        self.clear_interval();
         for c in [
             &self.acquisitions,
             &self.acquisitions_base,
             &self.sample_mask,
-            &self.contended,
-            &self.timeouts,
-            &self.spin_ns,
-            &self.sleeps,
-            &self.handoffs,
-            &self.wait_ns,
-            &self.max_wait_ns,
-            &self.hold_samples,
-            &self.hold_ns,
-            &self.max_hold_ns,
-            &self.yields,
-            &self.yield_ns,
-            &self.hold_start,
         ] {
             c.store(0, Ordering::Relaxed);
-        }
-        for h in &self.wait_hist {
-            h.store(0, Ordering::Relaxed);
         }
         for w in [
             &self.lock,
@@ -379,6 +364,12 @@ impl Entry {
     pub(crate) fn reset(&self) {
         self.acquisitions_base
             .store(self.acquisitions.load(Ordering::Relaxed), Ordering::Relaxed);
+        self.clear_interval();
+    }
+
+    /// Zeroes every counter of the interval but the acquisitions (which lock holders may
+    /// update with a plain load and store: see `acquisitions`), and a hold sample in progress.
+    fn clear_interval(&self) {
         for c in [
             &self.contended,
             &self.timeouts,
