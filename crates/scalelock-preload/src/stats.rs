@@ -13,7 +13,7 @@
 //!
 //! A lock the program destroys (or initialises anew in the memory of one it never destroyed)
 //! is folded into the row `(destroyed)@function` of the function that first used it, with its
-//! call sites, and its entries are freed (see [`destroyed`]): a server that creates and
+//! call sites, and its entries are freed (see `destroyed`): a server that creates and
 //! destroys locks all the time keeps its live locks in rows of their own, and the table never
 //! fills with locks that are gone. Locks in the static memory of the program and of the
 //! libraries loaded with it keep their rows.
