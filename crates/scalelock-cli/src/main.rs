@@ -107,7 +107,8 @@ struct BenchArgs {
     #[arg(long)]
     isolate: bool,
     /// Figures the table shows per cell, comma-separated: ops, cpu, p99, p999, max, stall,
-    /// switches (context switches per 1000 operations) (default: all). With --compare: the figures compared, one table each (default: ops).
+    /// switches (context switches per 1000 operations) (default: all). With --compare: the
+    /// figures compared, one table each (default: ops).
     #[arg(long = "metric", alias = "metrics", value_delimiter = ',', value_name = "M,..",
           value_parser = parse_metric)]
     metrics: Option<Vec<bench::output::Metric>>,

@@ -614,9 +614,9 @@ pub fn run(opts: &Options) -> Result<(), Error> {
 }
 
 /// One point's record from its runs: the median run's record, with `ops_per_sec`,
-/// `cpu_ns_per_op` and `context_switches_per_op` the medians of the runs, latency percentiles over every run's samples
-/// (`latency`) with the longest of the runs' stalls, and every run kept in `runs`. `None` when
-/// the point never ran.
+/// `cpu_ns_per_op` and `context_switches_per_op` the medians of the runs, latency percentiles
+/// over every run's samples (`latency`) with the longest of the runs' stalls, and every run
+/// kept in `runs`. `None` when the point never ran.
 pub fn combine(runs: Vec<Record>, latency: &hdrhistogram::Histogram<u64>) -> Option<Record> {
     let ops: Vec<f64> = runs.iter().map(|r| r.ops_per_sec).collect();
     let cpu: Vec<f64> = runs.iter().map(|r| r.cpu_ns_per_op).collect();

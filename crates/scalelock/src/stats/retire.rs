@@ -44,7 +44,8 @@ pub(crate) fn retire_in(main: &'static [Entry], overflow: &'static [Entry], lock
 }
 
 /// Adds what `e` counted into the entry of `(fold, site)` (where neither table has room, the
-/// fold counts as dropped).
+/// fold counts as dropped). An entry that counted nothing (the interval was reset since)
+/// claims no fold entry.
 fn fold_into(
     main: &'static [Entry],
     overflow: &'static [Entry],
@@ -53,12 +54,14 @@ fn fold_into(
     site: usize,
 ) {
     let c = Counters::from_entry(e);
+    if c.is_zero() {
+        return;
+    }
     match table::record_entry_in(main, overflow, fold, site) {
         Some(d) => c.add_to_entry(d),
-        None if !c.is_zero() => {
+        None => {
             table::DROPPED.fetch_add(1, Ordering::Relaxed);
         }
-        None => {}
     }
 }
 
