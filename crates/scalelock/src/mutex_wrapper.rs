@@ -56,7 +56,8 @@ pub struct Mutex<T: ?Sized> {
 
 impl<T> Mutex<T> {
     /// An unlocked mutex holding `value`. Lockstat identifies it by its address and this call's
-    /// location.
+    /// location; once it is dropped, by this call's location alone (see
+    /// [`stats`](crate::stats)'s limits).
     ///
     /// ```
     /// static M: scalelock::Mutex<Vec<u8>> = scalelock::Mutex::new(Vec::new());

@@ -691,3 +691,108 @@ fn reset_starts_a_new_interval() {
     assert_eq!((s.acquisitions, s.hold_samples), (2, 2), "{s:?}");
     assert!(r.interval_ns < 10_000_000_000);
 }
+
+/// A mutex made at one line of this file, for the drop tests (its creation site).
+fn boxed_mutex() -> (Box<Mutex<u64>>, u32) {
+    (Box::new(Mutex::new(0)), line!())
+}
+
+/// The row of the dropped locks created at `line` of this file.
+fn destroyed_at(r: &Report, line: u32) -> Option<&LockReport> {
+    r.locks.iter().find(|l| {
+        l.lock.name == Some(stats::DESTROYED_LOCKS)
+            && matches!(l.lock.created, Some(Site::Source { file, line: n }) if file.ends_with("stats.rs") && n == line)
+    })
+}
+
+#[test]
+fn a_dropped_mutex_is_folded_by_its_creation_site() {
+    let _s = serial();
+    stats::set_sample_period(1);
+    stats::enable();
+    stats::reset();
+    let mut made_at = 0;
+    let mut gone = Vec::new();
+    let mut site_line = 0;
+    for _ in 0..3 {
+        let (m, line) = boxed_mutex();
+        made_at = line;
+        gone.push(addr_of(&m));
+        for _ in 0..5 {
+            let (mut g, l) = (m.lock(), line!());
+            *g += 1;
+            site_line = l;
+        }
+    }
+    // A lock made now may well sit where a dropped one was: it starts from nothing.
+    let (live, _) = boxed_mutex();
+    *live.lock() += 1;
+    let r = stats::report();
+    stats::disable();
+    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
+    let row = destroyed_at(&r, made_at).expect("the row of the dropped locks");
+    assert_eq!(row.counters.acquisitions, 15, "{row:?}");
+    assert_eq!(row.lock.to_string().split('@').next(), Some("(destroyed)"));
+    // Their call site, under that row.
+    let site = r
+        .sites
+        .iter()
+        .find(|s| {
+            s.lock == row.lock && matches!(s.site, Site::Source { line, .. } if line == site_line)
+        })
+        .expect("the dropped locks' call site");
+    assert_eq!(site.counters.acquisitions, 15, "{site:?}");
+    assert_eq!(
+        lock_report(&r, addr_of(&live))
+            .unwrap()
+            .counters
+            .acquisitions,
+        1
+    );
+    for a in gone.into_iter().filter(|&a| a != addr_of(&live)) {
+        assert!(lock_report(&r, a).is_none(), "a dropped lock keeps no row");
+    }
+}
+
+#[test]
+fn dropped_locks_leave_room_and_lose_nothing() {
+    let _s = serial();
+    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
+    stats::enable();
+    stats::reset();
+    // More locks than the table has entries, each kept alive beside the next few.
+    const LOCKS: u64 = 40_000;
+    let mut made_at = 0;
+    let mut alive = std::collections::VecDeque::new();
+    for _ in 0..LOCKS {
+        let (m, line) = boxed_mutex();
+        made_at = line;
+        *m.lock() += 1;
+        alive.push_back(m);
+        if alive.len() > 8 {
+            alive.pop_front();
+        }
+    }
+    drop(alive);
+    // An rwlock, named: its row is the name's.
+    let l = Box::new(scalelock::RwLock::with_name("stats-test-rwlock", 0));
+    *l.write() += 1;
+    drop(l);
+    let r = stats::report();
+    stats::disable();
+    assert_eq!(r.dropped, 0);
+    assert_eq!(
+        destroyed_at(&r, made_at).unwrap().counters.acquisitions,
+        LOCKS
+    );
+    assert!(r
+        .locks
+        .iter()
+        .all(|l| l.lock.name != Some("(other locks: table full)")));
+    let named = r
+        .locks
+        .iter()
+        .find(|l| l.lock.to_string() == "stats-test-rwlock (destroyed)")
+        .expect("the named lock's row");
+    assert_eq!(named.counters.acquisitions, 1);
+}

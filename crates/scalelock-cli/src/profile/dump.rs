@@ -113,7 +113,9 @@ pub fn parse(text: &str) -> Result<Dump, String> {
                 let label = f.next().unwrap_or("-");
                 let (kind, value) = label.split_once(' ').unwrap_or((label, ""));
                 if key == "lock" {
-                    let destroyed = kind == "destroyed";
+                    // The row of destroyed locks: a C lock's names its first user, a Rust
+                    // lock's has the lock's label and a key no lock's address has.
+                    let destroyed = kind == "destroyed" || addr & 3 == 3;
                     d.locks.push(LockLine {
                         addr,
                         counters,
@@ -192,6 +194,16 @@ mod tests {
         let d = parse(&v2.replace("first 0x400", "destroyed 0x0")).unwrap();
         assert!(d.locks[0].destroyed);
         assert_eq!(d.locks[0].first_user, None);
+        // A Rust program's dropped locks of one name: the name, at a fold's key.
+        let named = v2
+            .replace("lock 0x10 ", "lock 0x1003 ")
+            .replace("first 0x400", "name pool");
+        let d = parse(&named).unwrap();
+        assert!(d.locks[0].destroyed);
+        assert_eq!(d.locks[0].name.as_deref(), Some("pool"));
+        // A live lock's name.
+        let d = parse(&v2.replace("first 0x400", "name pool")).unwrap();
+        assert!(!d.locks[0].destroyed);
         // A version-1 line read as version 2 runs out of counters: the label is no number.
         let short = text.replace("dump 1", "dump 2");
         assert!(parse(&short).is_err());

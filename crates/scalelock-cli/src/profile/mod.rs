@@ -95,9 +95,10 @@ pub fn build(d: &Dump, sort: SortKey, stack_frames: usize) -> Profile {
     for l in &d.locks {
         let name = if l.destroyed {
             let gone = scalelock::stats::DESTROYED_LOCKS;
-            match l.first_user {
-                Some(first) => (format!("{gone}@{}", code(&mut sym, first).name), false),
-                None => (gone.to_string(), false),
+            match (l.first_user, &l.name) {
+                (Some(first), _) => (format!("{gone}@{}", code(&mut sym, first).name), false),
+                (None, Some(n)) => (format!("{n} {gone}"), false),
+                (None, None) => (gone.to_string(), false),
             }
         } else if let Some(s) = sym.data(l.addr) {
             (s, true)
@@ -420,6 +421,11 @@ mod tests {
         d.locks[0].addr = 0x7;
         let p = build(&d, SortKey::Hold, 4);
         assert_eq!(p.locks[1].lock, "(destroyed)@0x1");
+        // The row of a Rust program's dropped locks of one name is named by it.
+        d.locks[1].destroyed = true;
+        d.locks[1].addr = 0xb;
+        let p = build(&d, SortKey::Hold, 4);
+        assert_eq!(p.locks[0].lock, "pool (destroyed)");
     }
 
     #[test]

@@ -1104,6 +1104,29 @@ fn keep_waiting(s: u32, waited: bool) -> u32 {
     }
 }
 
+impl Drop for RawRwLock {
+    /// Lockstat: the lock's rows are folded into the row of the dropped locks created at the
+    /// same site (or of the same name), and its entries freed (see
+    /// [`stats::raw::destroyed`](crate::stats::raw::destroyed)); a
+    /// [`RawBiasedRwLock`](crate::RawBiasedRwLock) keeps its rows under the `RawRwLock` it
+    /// holds, and so is retired with it. One relaxed load where lockstat has never been on.
+    ///
+    /// ```
+    /// use scalelock::{stats, RwLock};
+    /// stats::enable();
+    /// let l = Box::new(RwLock::with_name("schema", 0));
+    /// *l.write() += 1;
+    /// drop(l);
+    /// # #[cfg(feature = "lockstat")]
+    /// assert!(stats::report().locks.iter().any(|l| l.lock.to_string() == "schema (destroyed)"));
+    /// stats::disable();
+    /// ```
+    #[inline]
+    fn drop(&mut self) {
+        crate::stats::raw::destroyed(self.stats_key());
+    }
+}
+
 impl Default for RawRwLock {
     fn default() -> RawRwLock {
         RawRwLock::new()

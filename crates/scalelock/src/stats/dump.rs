@@ -22,7 +22,9 @@
 //! every counter before them. `destroyed CODE` labels the row of the destroyed locks first
 //! used at `CODE` (`0x0`: not known), whose `ADDR` is no lock's (see
 //! [`raw::destroyed`](super::raw::destroyed)); a reader that does not know the label reads
-//! it as no label.
+//! it as no label. The row of dropped Rust locks created at one site, or of one name, has
+//! the label of those locks (`created` or `name`) and an `ADDR` whose two low bits are set,
+//! as every row of destroyed locks has.
 
 use super::counters::Counters;
 use super::report::FdWriter;
@@ -55,7 +57,11 @@ pub(crate) fn write_dump_fd(fd: i32) {
         }
         let _ = write!(w, " ");
         let _ = match decode_site(site) {
-            SiteKey::Total if table::is_fold(lock) => {
+            // A C lock's fold names its first user; a Rust lock's carries the lock's label,
+            // written as a live lock's (its odd address tells it apart).
+            SiteKey::Total
+                if table::is_fold(lock) && !matches!(e.label(), Some(StoredLabel::Given(_))) =>
+            {
                 writeln!(w, "destroyed {:#x}", table::fold_first_user(lock))
             }
             SiteKey::Total => match e.label() {

@@ -17,7 +17,9 @@
 //! new addresses would fill the table with locks that are gone: a lock retired with
 //! [`raw::destroyed`] (the preload library retires a pthread lock the program destroys) has
 //! its counts folded into the row `(destroyed)@function` of the function that first used
-//! it, with its call sites, and its entries freed for new locks. A lock that still finds the
+//! it, with its call sites, and its entries freed for new locks; a Rust lock is retired when
+//! it is dropped, into the row `(destroyed)@file:line` of the site that created it (or
+//! `name (destroyed)`, for a named lock). A lock that still finds the
 //! table full around its slot records its events in a small overflow table, by call site,
 //! under the one row `(other locks: table full)`; only an event that finds no room there
 //! either is counted in [`Report::dropped`].
@@ -66,8 +68,10 @@
 //!
 //! **Limits.** A lock is identified by its address: two locks that live at the same address one
 //! after the other share an entry (their counts add up; the latest one's name is shown), unless
-//! the first one was retired with [`raw::destroyed`], as the preload library does when a
-//! program destroys a pthread lock or initialises one. Counters are read without stopping
+//! the first one was retired: dropped (a Rust lock), or destroyed with [`raw::destroyed`], as
+//! the preload library does when a program destroys a pthread lock or initialises one. A Rust
+//! lock that is moved keeps the rows of its first address there until another lock at that
+//! address is retired. Counters are read without stopping
 //! writers, so a report taken while threads lock is a consistent-enough snapshot, not an atomic
 //! one. The table holds 16384 `(lock, site)` pairs.
 //!
@@ -589,6 +593,7 @@ pub mod raw {
     /// # }
     /// # stats::disable();
     /// ```
+    #[inline]
     pub fn destroyed(lock: usize) {
         #[cfg(all(feature = "lockstat", not(loom)))]
         if super::INTERVAL_START.load(Ordering::Relaxed) != 0 {

@@ -118,16 +118,20 @@ fn write_symbol(buf: &mut StackStr<160>, addr: usize) {
 /// assert_eq!(LockId { addr: 0x1000, name: None, created: None }.to_string(), "0x1000");
 /// let gone = LockId { addr: 0x10003, name: Some("(destroyed)"), created: Some(site) };
 /// assert_eq!(gone.to_string(), "(destroyed)@src/pool.rs:7");
+/// let gone_named = LockId { addr: 0x10003, name: Some("table_cache"), created: None };
+/// assert_eq!(gone_named.to_string(), "table_cache (destroyed)");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LockId {
-    /// Address of the raw lock (for the row of destroyed locks, see `name`, a key that is no
+    /// Address of the raw lock (for a row of destroyed locks, see `name`, a key that is no
     /// lock's address: odd).
     pub addr: usize,
     /// Name given with [`Mutex::with_name`](crate::Mutex::with_name) (or the C API); or
-    /// `(destroyed)`: the row that holds what the locks destroyed through
-    /// [`raw::destroyed`](crate::stats::raw::destroyed) recorded, one row (and its call sites)
-    /// per function that first used them, named in `created`.
+    /// `(destroyed)`: a row that holds what destroyed locks recorded (C locks destroyed
+    /// through [`raw::destroyed`](crate::stats::raw::destroyed), Rust locks dropped), one row
+    /// (and its call sites) per function that first used them, or per site that created
+    /// them, named in `created`. Dropped Rust locks that had a name are in a row of that name
+    /// at an odd `addr`, shown as `name (destroyed)`.
     pub name: Option<&'static str>,
     /// Where an unnamed [`Mutex`](crate::Mutex) was created; for a C lock recorded through
     /// [`raw::acquired_by`](crate::stats::raw::acquired_by), the function that first used it.
@@ -137,11 +141,27 @@ pub struct LockId {
 impl LockId {
     fn from_label(addr: usize, label: Option<StoredLabel>) -> LockId {
         if table::is_fold(addr) {
-            let first_user = table::fold_first_user(addr);
-            return LockId {
-                addr,
-                name: Some(table::FOLD_NAME),
-                created: (first_user != 0).then_some(Site::Address(first_user)),
+            // A Rust lock's fold carries its label (see `retire`); a C lock's names its
+            // first user in its key.
+            return match label {
+                Some(StoredLabel::Given(Label::Created(l))) => LockId {
+                    addr,
+                    name: Some(table::FOLD_NAME),
+                    created: Some(Site::from_location(l)),
+                },
+                Some(StoredLabel::Given(Label::Name(n))) => LockId {
+                    addr,
+                    name: Some(n),
+                    created: None,
+                },
+                _ => {
+                    let first_user = table::fold_first_user(addr);
+                    LockId {
+                        addr,
+                        name: Some(table::FOLD_NAME),
+                        created: (first_user != 0).then_some(Site::Address(first_user)),
+                    }
+                }
             };
         }
         match label {
@@ -170,8 +190,9 @@ impl LockId {
 }
 
 impl fmt::Display for LockId {
-    /// The name (`name@site` where it has a site too: the destroyed locks first used there),
-    /// else `0xaddr@creation-site`, else `0xaddr`. `{:#}` shortens the site's path.
+    /// The name (`name@site` where it has a site too: the destroyed locks first used or
+    /// created there; `name (destroyed)` for the dropped locks of that name), else
+    /// `0xaddr@creation-site`, else `0xaddr`. `{:#}` shortens the site's path.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut buf = StackStr::<160>::new();
         match (self.name, self.created) {
@@ -181,6 +202,10 @@ impl fmt::Display for LockId {
             }
             (Some(n), Some(s)) => {
                 let _ = write!(buf, "{n}@{s}");
+            }
+            // The dropped locks of that name (a fold's key is no lock's address).
+            (Some(n), None) if table::is_fold(self.addr) && n != table::FOLD_NAME => {
+                let _ = write!(buf, "{n} {}", table::FOLD_NAME);
             }
             (Some(n), None) => buf.push_str(n),
             (None, Some(s)) if f.alternate() => {

@@ -11,10 +11,11 @@
 //! A process that creates locks at new addresses all the time fills the table with locks that
 //! are gone. Two things keep its rows meaningful:
 //! - `retire`, when the program destroys a lock (`pthread_mutex_destroy`, through the
-//!   preload library), folds the lock's entries into the entries of the pseudo-lock
-//!   [`fold_lock`]`(first user)`: one row per function that first used such locks, named
-//!   [`FOLD_NAME`], with a row per call site under it as any lock has, and frees the lock's
-//!   entries for new locks. It finds the lock's call-site entries through a chain kept in
+//!   preload library, or a Rust lock's drop), folds the lock's entries into the entries of
+//!   the pseudo-lock [`fold_lock`]`(origin)`: one row per function that first used such C
+//!   locks, or per site that created such Rust locks (or name they had), named [`FOLD_NAME`],
+//!   with a row per call site under it as any lock has, and frees the lock's entries for new
+//!   locks. It finds the lock's call-site entries through a chain kept in
 //!   `Entry::chain` (the totals entry holds the head).
 //! - The events of locks that still find no room go to a small [`OVERFLOW`] table, one entry per
 //!   call site and one for the totals, shared by all such locks under the pseudo-lock
@@ -101,6 +102,17 @@ const TOMBSTONE: u8 = 3;
 pub(crate) enum Label {
     Name(&'static str),
     Created(&'static Location<'static>),
+}
+
+impl Label {
+    /// The address the destroyed locks with this label are folded by (see `retire`): their
+    /// creation site's, or their name's.
+    pub(crate) fn origin(&self) -> usize {
+        match *self {
+            Label::Name(n) => n.as_ptr() as usize,
+            Label::Created(loc) => loc as *const Location<'static> as usize,
+        }
+    }
 }
 
 /// What an entry's label slot holds: a label given by a lock, or (for C locks, from the preload
@@ -421,8 +433,10 @@ pub(crate) const OVERFLOW_LOCK: usize = 1;
 pub(crate) const OVERFLOW_NAME: &str = "(other locks: table full)";
 
 /// The pseudo-lock whose entries hold what `retire` folds of the destroyed locks first used at
-/// the code address `first_user` (0: not known): `first_user << 2 | 3`, odd, so no lock's
-/// address (locks are aligned to at least 4 bytes) and not [`OVERFLOW_LOCK`].
+/// the code address `first_user` (0: not known), or of the Rust locks whose label lies at that
+/// address (see [`Label::origin`]; no code address is one: labels are data, and its fold's
+/// totals carry the label): `first_user << 2 | 3`, odd, so no lock's address (locks are
+/// aligned to at least 4 bytes) and not [`OVERFLOW_LOCK`].
 pub(crate) const fn fold_lock(first_user: usize) -> usize {
     (first_user << 2) | 3
 }
