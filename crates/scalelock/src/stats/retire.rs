@@ -40,8 +40,8 @@ pub(crate) fn retire_in(main: &'static [Entry], overflow: &'static [Entry], lock
 
 /// The pseudo-lock a lock labelled `label` folds into, and the label its totals carry: a C
 /// lock's first user goes into the key (see [`table::fold_first_user`]), with no label; a Rust
-/// lock folds by the address of its creation site or of its name (no code address: those are
-/// in the program's read-only data), and its fold carries that label for reports.
+/// lock folds by the address of its creation site or of its name (data, so never a C lock's
+/// first user), and its fold carries that label for reports.
 fn fold_of(label: Option<StoredLabel>) -> (usize, Option<Label>) {
     match label {
         Some(StoredLabel::FirstUser(code)) => (table::fold_lock(code), None),
