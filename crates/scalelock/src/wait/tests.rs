@@ -865,6 +865,33 @@ fn a_futile_spinner_whose_yield_ran_nobody_sleeps_next_and_one_whose_yield_ran_w
 }
 
 #[test]
+fn a_spin_that_the_probes_cap_ended_teaches_a_yielding_waiters_estimate_nothing() {
+    let e = SpinEstimate::new();
+    let before = (e.get(), e.futile_waits());
+    // The probe yield ran another thread: the spin is capped, and its end is no verdict.
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    w.probe_took(QUICK_YIELD_NS + 1);
+    while w.spin_or_yield(true, false) {}
+    assert_eq!(
+        (e.get(), e.futile_waits()),
+        before,
+        "the cap, not the lock, ended it"
+    );
+    // A spin that ran out its own budget did not pay (a waiter that makes no probe yield,
+    // whose duration is the machine's).
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).not_yielding();
+    while w.spin_or_yield(true, false) {}
+    assert_eq!(e.futile_waits(), before.1 + 1);
+    assert!(e.get() < before.0);
+    // Nor did a capped one of a waiter not made yielding (the rwlock's writer, whose lock's
+    // estimate its readers share).
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).not_yielding();
+    w.probe_took(QUICK_YIELD_NS + 1);
+    while w.spin_or_yield(true, false) {}
+    assert_eq!(e.futile_waits(), before.1 + 2);
+}
+
+#[test]
 fn a_waiter_whose_deadline_has_passed_does_not_yield() {
     let e = SpinEstimate::new();
     let past = Deadline::after(Duration::ZERO);

@@ -150,7 +150,15 @@
 //!   the lock's flow there is one CPU's threads (see above). Readers of a `BiasedRwLock` that
 //!   take their slots never wait, and so never rotate.
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
-//!   a wait that spun and then got the lock teaches it how long that took.
+//!   a wait that spun and then got the lock teaches it how long that took. A yielding
+//!   waiter's spin whose budget the probe yield's cap ended teaches nothing: the cap, not the
+//!   lock, ended it, at twice the estimate (a spin that the protocol or re-takes ended still
+//!   teaches a failure, and counts toward `FUTILE_WAITS_DOZE`). Learning from such spins
+//!   taught the estimate to shrink whenever the lock came back later than that, and with the
+//!   estimate the next waiter's cap, until most waits ended in yields: the bench's
+//!   `mutex-short` then ran in one of two states from run to run, in the slower of which a
+//!   CPU often had no waiter spinning when the lock was released on the other, so that the
+//!   releaser's CPU took it back and the two CPUs took turns less.
 //! - `Fixed`: spin while the protocol allows it and the budget lasts, then sleep (no yields:
 //!   the fixed spin is the whole policy).
 //! - `Never`: the budget is zero: sleep at once.
@@ -271,6 +279,9 @@ pub(crate) struct Waiter<'a> {
     yields: u32,
     /// The probe yield has been made (see the module docs).
     probed: bool,
+    /// The probe yield capped the spin of this yielding waiter: a budget run out under the
+    /// cap teaches the estimate nothing.
+    capped: bool,
     /// Nanoseconds of spinning before the probe yield: [`PROBE_FACTOR`] times as long as a spin
     /// that paid has taken on this lock (its estimate), at least `MIN_PROBE_NS`.
     probe_at: u32,
@@ -414,6 +425,7 @@ impl<'a> Waiter<'a> {
             slept_at: 0,
             yields: 0,
             probed: false,
+            capped: false,
             probe_at: estimate
                 .get()
                 .saturating_mul(PROBE_FACTOR)
@@ -529,8 +541,21 @@ impl<'a> Waiter<'a> {
     fn probe_yield(&mut self) {
         self.probed = true;
         self.yields -= 1;
-        if self.yield_timed() > QUICK_YIELD_NS {
+        let took = self.yield_timed();
+        self.probe_took(took);
+    }
+
+    /// The probe yield took `took_ns`: one that ran another thread (longer than
+    /// [`QUICK_YIELD_NS`]) caps the spin at twice the estimate, and, for a waiter made
+    /// [`yielding`](Self::yielding), a spin whose budget the cap ends is not learned from (see
+    /// the module docs).
+    #[inline]
+    pub(crate) fn probe_took(&mut self, took_ns: u64) {
+        if took_ns > QUICK_YIELD_NS {
             self.spinner.cap_ns(self.estimate.get().saturating_mul(2));
+            // Only a waiter made yielding (the mutex's): the rwlock's writers share their
+            // lock's estimate with its readers, and are left as they were.
+            self.capped = self.yielder;
         }
     }
 
@@ -567,6 +592,11 @@ impl<'a> Waiter<'a> {
             }
             if self.spinner.spin() {
                 return true;
+            }
+            // The budget ran out: under the probe's cap, that is no verdict (see the module
+            // docs); a spin ended by the lock's protocol or by re-takes still is.
+            if self.capped {
+                self.learn = false;
             }
         }
         if self.learn && self.spinner.has_spun() {
