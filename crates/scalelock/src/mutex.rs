@@ -14,8 +14,9 @@
 //! yielding), then sets `CONTENDED` and sleeps on the futex. `unlock` of a `CONTENDED` lock
 //! releases it and wakes one sleeper. Releasing (rather than handing over) lets a running thread
 //! take the lock at once, which is what keeps throughput up when threads outnumber cores; the price
-//! is unfairness, which is bounded: a sleeper that has slept longer than [`STARVATION_NS`] (1 ms)
-//! sets `STARVING` and sleeps again in the futex's *starving class* (see `futex::wait_outcome_in`).
+//! is unfairness, which is bounded: a waiter that has been away from its CPU for longer than
+//! [`STARVATION_NS`] (1 ms), yielding or asleep, sets `STARVING` and sleeps (again) in the
+//! futex's *starving class* (see `futex::wait_outcome_in`).
 //! From then on newcomers neither spin nor take the lock but queue on the futex, and `unlock`
 //! *hands the lock over*: it keeps `LOCKED`, sets `HANDOFF`, and wakes the oldest sleeper of the
 //! starving class, which takes ownership and ends starvation mode. If no starving thread sleeps (it
@@ -34,6 +35,24 @@
 //!   it), and a starving one at most one more `STARVATION_NS` at a time (another starving
 //!   thread's hand-off may have ended starvation mode meanwhile): it wakes by itself, with no
 //!   wake-up to pass on, and announces `STARVING` again if the lock is still held.
+//! - *Yields count.* Where threads outnumber CPUs, each yield lasts a round of the threads
+//!   runnable on the waiter's CPU (Linux's EEVDF scheduler puts a yielder behind the threads
+//!   that have not run their slice), so a waiter's few yields can outlast the mark before it
+//!   ever sleeps; counted from its first sleep, its wait was the yields plus one more mark.
+//!   So the mark counts from the waiter's first yield or sleep, and a waiter past it stops
+//!   yielding and starves.
+//! - *A starving waiter keeps a vigil before it sleeps.* A hand-off leaves the lock held for
+//!   a sleeper until that sleeper has a CPU again: a wake-up latency, longer where it waits
+//!   behind other runnable threads. Once yields count, many waiters starve where threads
+//!   outnumber CPUs, and those idle stretches cost the lock's throughput. So a starving waiter
+//!   that finds `STARVING` clear raises it alone (newcomers stop spinning and barging; the
+//!   unlock owes nobody a wake-up and just releases, clearing it) and polls the word for up
+//!   to a wake-up latency (see `Waiter::vigil`): a running holder of a short hold releases
+//!   within that time, and the waiter takes the lock at once; only a preempted holder, or a
+//!   long hold, sends it to sleep for a hand-off. The vigil costs the waiter's CPU at most
+//!   what the hand-off would have cost the lock, and a lock has one vigil at a time (only the
+//!   waiter that raised the flag keeps it): vigils kept by every starving waiter at once took
+//!   the CPUs from the holders they waited for.
 //!
 //! A waiter whose sleep is refused (it set `CONTENDED`, and before the kernel compared the word
 //! the lock was released, clearing the flag, and taken again), or whose spin found the lock
@@ -72,7 +91,7 @@
 //!                  newcomers do not spin (they would only barge ahead of it)
 //!  MAYBE_SLEEPING  a thread that was woken took the lock and cannot know whether others still
 //!                  sleep: unlock must wake one, but newcomers may spin (nobody announced sleeping)
-//!  STARVING        a sleeper waited > 1 ms: no spinning, no barging, unlock hands off
+//!  STARVING        a waiter was away > 1 ms: no spinning, no barging, unlock hands off
 //!  HANDOFF         ownership passed to "a thread that has slept"; the first such thread to see it
 //!                  clears it and owns the lock
 //!
@@ -82,7 +101,7 @@
 //!  s(!LOCKED) ----------------------> s|LOCKED       lock, slow path (a thread that has slept
 //!                                                    also sets MAYBE_SLEEPING)
 //!  s(LOCKED) -----------------------> s|CONTENDED    a waiter, before futex_wait(s|CONTENDED)
-//!  s(LOCKED,CONTENDED) -------------> s|STARVING     a sleeper that waited > 1 ms
+//!  s(LOCKED,CONTENDED) -------------> s|STARVING     a waiter away > 1 ms
 //!  s(CONTENDED or MAYBE_SLEEPING) --> s&!(LOCKED|CONTENDED|MAYBE_SLEEPING|STARVING), wake(1)
 //!                                                    unlock, slow path
 //!  s(STARVING or fair, either) -----> s|HANDOFF, wake(1) (STARVING: of the starving class)
@@ -115,7 +134,8 @@ const SLEEPER_CLASS: u32 = 1;
 /// The futex class a starving waiter sleeps in: the one a starvation hand-off wakes.
 const STARVING_CLASS: u32 = 2;
 
-/// How long a sleeping waiter waits before it asks for the lock to be handed to it (1 ms).
+/// How long a waiter may be away from its CPU (yielding or asleep) before it starves: it asks
+/// for the lock to be handed to it (1 ms).
 pub const STARVATION_NS: u64 = 1_000_000;
 
 /// The raw mutex: 8 bytes, `const`-constructible, implementing lock_api's `RawMutex`,
@@ -330,6 +350,8 @@ impl RawMutex {
         }
         let mut w = w.rotating();
         let mut starving = false;
+        // This starving waiter has kept its vigil since it last slept (see the module docs).
+        let mut vigil_kept = false;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             // Free: take it. A thread that has slept cannot know whether others still sleep, so it
@@ -372,8 +394,15 @@ impl RawMutex {
             // sleeps (CONTENDED: spinning would only barge ahead of it) or in starvation mode.
             // A thread woken from sleep may spin too. Yielding is allowed while others sleep
             // (a yielder costs the holder nothing and keeps the unlock path free of wake-ups),
-            // but not in starvation mode, which bounds what it barges ahead of.
-            if w.spin_or_yield(s & (CONTENDED | STARVING) == 0, s & STARVING == 0) {
+            // but not in starvation mode, which bounds what it barges ahead of. A waiter whose
+            // yields have kept it away for longer than STARVATION_NS starves: it neither spins
+            // nor yields any more, but watches and sleeps as a starving waiter (see the module
+            // docs).
+            if !starving && w.away_when_back_ns() > STARVATION_NS {
+                starving = true;
+                w.starves();
+            }
+            if !starving && w.spin_or_yield(s & (CONTENDED | STARVING) == 0, s & STARVING == 0) {
                 // Looks that find the lock re-taken since the previous one (a few in one wait,
                 // see RETAKES_FUTILE) tell the waiter that spinning does not catch this lock
                 // (see Waiter::look).
@@ -392,8 +421,8 @@ impl RawMutex {
                 return w.ended(got);
             }
 
-            // A waiter asleep (or dozing) for longer than STARVATION_NS starves.
-            if !starving && w.asleep_ns() > STARVATION_NS {
+            // A waiter away (yielding, asleep or dozing) for longer than STARVATION_NS starves.
+            if !starving && w.away_ns() > STARVATION_NS {
                 starving = true;
             }
 
@@ -405,6 +434,25 @@ impl RawMutex {
             if w.dozing() && !starving {
                 w.doze();
                 s = self.state.load(Ordering::Relaxed);
+                continue;
+            }
+
+            // A starving waiter keeps a vigil before it sleeps (see the module docs): it raises
+            // STARVING alone, which stops newcomers' spinning and barging but asks the unlock
+            // for no wake-up, and watches the word for the release. Only the waiter that
+            // raised the flag watches: a lock has one vigil at a time.
+            if starving && !vigil_kept && s & STARVING == 0 && w.keeps_vigil() {
+                if let Err(current) = self.state.compare_exchange_weak(
+                    s,
+                    s | STARVING,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                ) {
+                    s = current;
+                    continue;
+                }
+                vigil_kept = true;
+                s = w.vigil(&self.state, s | STARVING, |s| s & LOCKED != 0);
                 continue;
             }
 
@@ -431,12 +479,13 @@ impl RawMutex {
                 (
                     SLEEPER_CLASS,
                     STARVATION_NS
-                        .saturating_sub(w.asleep_ns())
+                        .saturating_sub(w.away_ns())
                         .max(STARVATION_NS / 16),
                 )
             };
             let outcome = w.sleep_outcome_for(&self.state, s, class, at_most);
             slept = true;
+            vigil_kept = false;
             if outcome == futex::WaitOutcome::TimedOut {
                 let got = self.give_up_after_sleep();
                 return w.ended(got);

@@ -25,6 +25,10 @@ fn two_threads_exclude_each_other_and_both_finish() {
 
 #[test]
 fn three_threads_no_lost_wakeup() {
+    // Under loom a waiter that has slept starves at once (see `Waiter::away_ns`), so a woken
+    // waiter that finds the lock held again keeps its vigil (raises STARVING alone, no
+    // sleeper announced) before it sleeps as a starving waiter: the model takes the unlock
+    // that must clear that flag and wake the sleeper behind it.
     two_threads_increment_while_this_one_increments(1);
 }
 
@@ -79,7 +83,7 @@ fn timed_waiter_giving_up_passes_its_wakeup_on() {
 #[test]
 fn a_starving_waiter_that_gives_up_strands_no_hand_off() {
     // Under loom a waiter that has slept once starves (its clock stands still: see
-    // `Waiter::asleep_ns`), and the model's deadline of two seconds passes after the second
+    // `Waiter::away_ns`), and the model's deadline of two seconds passes after the second
     // timed wait returns: the timed waiter sleeps once, starves (sets STARVING, sleeps in the
     // starving class) and may give up there, or be on its way into the kernel when the lock is
     // released. An unlock that then hands off finds no starving sleeper to wake and must take

@@ -215,7 +215,7 @@ fn a_nap_ends_at_the_earlier_of_its_length_and_the_deadline() {
     let t0 = Instant::now();
     w.nap(&word, 0, &Deadline::after(Duration::from_secs(10)));
     assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
-    assert!(w.asleep_ns() > 0);
+    assert!(w.away_ns() > 0);
     // The futex stays reachable for the preload's condition variable.
     assert!(futex::wait(&word, 1, None));
 }
@@ -235,7 +235,7 @@ fn a_bounded_sleep_ends_by_itself_unwoken_and_the_waits_deadline_still_times_it_
     // The timer may fire late on a loaded machine, never early.
     assert!(took >= Duration::from_millis(2), "a sleep of {took:?}");
     assert!(took < Duration::from_secs(5), "a sleep of {took:?}");
-    assert!(w.asleep_ns() >= 2_000_000);
+    assert!(w.away_ns() >= 2_000_000);
 
     // The wait's deadline, sooner than the bound, is what ends the sleep: TimedOut.
     let deadline = Deadline::after(Duration::from_millis(1));
@@ -295,7 +295,7 @@ fn a_refused_waiter_dozes_about_a_wake_up_latency_and_not_past_its_deadline() {
         "a doze of {took:?}"
     );
     assert!(took < Duration::from_secs(5), "a doze of {took:?}");
-    assert!(w.asleep_ns() > 0, "a doze counts as sleeping");
+    assert!(w.away_ns() > 0, "a doze counts as time away");
     assert!(w.dozing(), "a waiter dozes until its wait ends");
 
     // A deadline already passed ends the doze at once.
@@ -306,6 +306,63 @@ fn a_refused_waiter_dozes_about_a_wake_up_latency_and_not_past_its_deadline() {
     w.doze();
     assert!(t0.elapsed() < Duration::from_secs(5));
     assert!(w.timed_out());
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "spin budgets are measured time, and Miri's clock runs at its own pace"
+)]
+fn a_spin_cut_short_by_starvation_teaches_nothing() {
+    // As a spin that paid grows a low estimate (above), unless the waiter starved meanwhile.
+    let low = || {
+        let e = SpinEstimate::new();
+        for _ in 0..60 {
+            e.record(false, 0);
+        }
+        e
+    };
+    for starved in [false, true] {
+        let e = low();
+        let before = e.get();
+        let mut w = Waiter::under(SpinPolicy::Fixed(9_000), &e, None);
+        for _ in 0..10 {
+            assert!(w.spin(true));
+        }
+        if starved {
+            w.starves();
+        }
+        assert!(w.acquired(false));
+        assert_eq!(e.get() > before, !starved, "starved: {starved}");
+    }
+}
+
+#[test]
+fn a_starving_waiters_vigil_ends_by_itself_returns_a_release_and_reads_nothing_where_spins_are_barred(
+) {
+    let e = SpinEstimate::new();
+    let held = |v: u32| v & 1 != 0;
+    // A word held all along: the vigil ends by itself, after about a doze, with the held value.
+    let word = AtomicU32::new(1);
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    let t0 = Instant::now();
+    assert_eq!(w.vigil(&word, 1, held), 1);
+    let took = t0.elapsed();
+    // A calibrated spin, never much shorter than its budget; longer on a loaded machine.
+    assert!(
+        took >= Duration::from_nanos(DOZE_MIN_NS / 4),
+        "a vigil of {took:?}"
+    );
+    assert!(took < Duration::from_secs(5), "a vigil of {took:?}");
+    // Released since the caller's last read: the vigil returns the free value at once.
+    word.store(0, Relaxed);
+    assert_eq!(w.vigil(&word, 1, held), 0);
+    // Free when the caller read it: returned as it is.
+    assert_eq!(w.vigil(&word, 2, held), 2);
+    // A policy that never spins keeps no vigil: the caller's value comes back unread.
+    let mut w = Waiter::under(SpinPolicy::Never, &e, None);
+    assert!(!w.keeps_vigil());
+    assert_eq!(w.vigil(&word, 1, held), 1, "read under Never");
 }
 
 /// Steps a waiter takes under `policy` before it says "sleep now", asking with `spin_ok` and
@@ -338,6 +395,33 @@ fn only_an_adaptive_waiter_yields_where_spinning_is_forbidden_and_only_a_few_tim
     }
     // Allowed to spin, an Adaptive waiter spins its budget and yields on top of it.
     assert!(steps_until_sleep(SpinPolicy::Adaptive, true, true) > YIELDS);
+}
+
+#[test]
+fn a_waiters_time_away_starts_at_its_first_yield_and_is_known_without_a_clock_at_each_yield() {
+    let e = SpinEstimate::new();
+    let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+    assert_eq!((w.away_ns(), w.away_when_back_ns()), (0, 0), "not away yet");
+    // Barred from spinning, a yielding waiter yields: its time away begins.
+    assert!(w.spin_or_yield(false, true));
+    assert!(w.away_ns() > 0, "a yield counts as time away");
+    // The thread is off its CPU between two yields (as a yield that ran a round of other
+    // threads keeps it): the next yield's return knows the whole time away.
+    std::thread::sleep(Duration::from_millis(2));
+    assert!(w.spin_or_yield(false, true));
+    assert!(
+        w.away_when_back_ns() >= 2_000_000,
+        "{}",
+        w.away_when_back_ns()
+    );
+    assert!(w.away_ns() >= w.away_when_back_ns());
+    // A sleep after the yields does not restart it.
+    let word = AtomicU32::new(0);
+    assert_eq!(
+        w.sleep_outcome_for(&word, 0, 1, 100_000),
+        futex::WaitOutcome::NotWoken
+    );
+    assert!(w.away_ns() >= 2_000_000, "{}", w.away_ns());
 }
 
 #[test]

@@ -100,7 +100,7 @@
 //!   an announced sleeper would make each release pay a futex wake for a thread that is not
 //!   asleep yet, and be refused again, while a dozer leaves the word alone, so the threads using
 //!   the lock keep to their fast paths. The lock's protocol bounds the doze as it bounds every
-//!   sleep: a waiter asleep for longer than its starvation bound sleeps on the word again, to
+//!   sleep: a waiter away for longer than its starvation bound sleeps on the word again, to
 //!   have the lock handed over (the mutex's `STARVING`).
 //!   Timing a look costs two reads of the CPU's time-stamp counter, which a lock that changes
 //!   hands every few hundred nanoseconds notices, while on many locks the looks find nothing
@@ -273,8 +273,14 @@ pub(crate) struct Waiter<'a> {
     unchecked: u32,
     /// A second, fixed spin after the learned one ran out (see [`Waiter::grace`]).
     grace: Option<Spinner>,
-    /// When this waiter first slept (monotonic ns; 0: not yet).
-    slept_at: u64,
+    /// When this waiter first gave its CPU away: yielded, slept or dozed (monotonic ns; 0:
+    /// not yet; see [`Waiter::away_ns`]).
+    away_at: u64,
+    /// When its last yield returned (monotonic ns; 0: not yet).
+    back_at: u64,
+    /// Nanoseconds of its [`vigil`](Waiter::vigil)s: spun, for lockstat, not for the
+    /// estimate.
+    vigil_ns: u32,
     /// Yields left before the waiter must sleep (0 for policies other than `Adaptive`).
     yields: u32,
     /// The probe yield has been made (see the module docs).
@@ -422,7 +428,9 @@ impl<'a> Waiter<'a> {
             deadline,
             unchecked: 0,
             grace: None,
-            slept_at: 0,
+            away_at: 0,
+            back_at: 0,
+            vigil_ns: 0,
             yields: 0,
             probed: false,
             capped: false,
@@ -896,12 +904,12 @@ impl<'a> Waiter<'a> {
     /// [`DOZE_MIN_NS`]..=[`DOZE_MAX_NS`]), and not past the deadline, on a word of its own that
     /// no other thread knows: no lock has to wake it, so its lock's releases stay on their
     /// fast path. A doze keeps the lock waiting no longer than a wake-up would have taken to
-    /// bring the waiter back. Counts as sleeping (see [`asleep_ns`](Self::asleep_ns)). The
+    /// bring the waiter back. Counts as time away (see [`away_ns`](Self::away_ns)). The
     /// caller looks at its lock again afterwards.
     #[inline]
     pub(crate) fn doze(&mut self) {
         let own = AtomicU32::new(0);
-        let ns = (super::wake_latency_ns() as u64).clamp(DOZE_MIN_NS, DOZE_MAX_NS);
+        let ns = doze_ns();
         self.nap(
             &own,
             0,
@@ -909,39 +917,96 @@ impl<'a> Waiter<'a> {
         );
     }
 
+    /// Whether this waiter keeps a starving waiter's [`vigil`](Self::vigil): not under
+    /// `SpinPolicy::Never`, which never spins.
+    #[inline]
+    pub(crate) fn keeps_vigil(&self) -> bool {
+        self.spins
+    }
+
+    /// A starving waiter's vigil before it sleeps (see the mutex): from `seen`, the value the
+    /// caller read last, polls `word` until it reads not `held`, for about a wake-up latency
+    /// at most (as long as a [`doze`](Self::doze)) and not past the deadline, whatever the
+    /// lock's protocol would allow a spin, and returns the last value read. A hand-off to a
+    /// sleeper leaves the lock idle for a wake-up latency; the vigil takes a release at once,
+    /// and lasts no longer than that latency, so it costs its CPU at most what a hand-off
+    /// would have cost the lock. Returns `seen` without reading under `SpinPolicy::Never`
+    /// (see [`keeps_vigil`](Self::keeps_vigil)) and under loom (the models explore the
+    /// protocol's flag and the sleep that follows; reads here add no path a protocol could
+    /// take).
+    #[inline]
+    pub(crate) fn vigil(&mut self, word: &AtomicU32, seen: u32, held: impl Fn(u32) -> bool) -> u32 {
+        let mut value = seen;
+        if !self.spins || cfg!(loom) {
+            return value;
+        }
+        let mut poll = Spinner::polling(SpinBudget::Nanos(doze_ns() as u32));
+        while held(value) && self.in_time() && poll.spin() {
+            value = word.load(Ordering::Relaxed);
+        }
+        self.vigil_ns = self.vigil_ns.saturating_add(poll.spent_ns());
+        value
+    }
+
+    /// This waiter starves (see the mutex): it neither spins nor yields any more. A spin it
+    /// had not finished (its probe yield, say, kept it away past the lock's starvation bound)
+    /// ended for that reason, not the lock's: it teaches the estimate nothing.
+    #[inline]
+    pub(crate) fn starves(&mut self) {
+        self.learn = false;
+    }
+
     /// Gives the CPU away (see `spin::yield_cpu`), records the yield in lockstat, and returns
     /// how long it took, in ns (see [`QUICK_YIELD_NS`]). Every yield of a wait goes through
-    /// here; one clock read more than the yield's own is nothing next to its system call.
+    /// here; one clock read more than the yield's own is nothing next to its system call. The
+    /// first yield of a wait starts its time away (see [`away_ns`](Self::away_ns)), except
+    /// under loom, whose models explore a long time away after a sleep only (see there).
     #[inline]
     fn yield_timed(&mut self) -> u64 {
         let t0 = now_ns();
-        let took = yield_cpu().saturating_sub(t0);
+        if self.away_at == 0 && !cfg!(loom) {
+            self.away_at = t0.max(1);
+        }
+        let back = yield_cpu();
+        self.back_at = back;
+        let took = back.saturating_sub(t0);
         self.rec.yielded(took);
         took
     }
 
     #[inline]
     fn before_sleep(&mut self) {
-        if self.slept_at == 0 {
+        if self.away_at == 0 {
             // Never 0 once slept (the clock reads 0 under loom).
-            self.slept_at = now_ns().max(1);
+            self.away_at = now_ns().max(1);
         }
         self.rec.sleep();
     }
 
-    /// How long ago this waiter first slept, in ns (0 if it has not slept). Under loom, whose
-    /// clock does not move, a waiter that has slept has slept for ever: every model of a lock
-    /// that asks (the mutex, for its starvation bound) explores what follows a long sleep on
-    /// every sleep after the first.
+    /// How long ago this waiter first gave its CPU away for this wait, in ns: its first yield,
+    /// sleep or doze (0 if it has done none). A yielder is off its CPU as a sleeper is, for a
+    /// round of the threads runnable there: where threads outnumber CPUs, a wait of yields
+    /// lasts as long as a sleep (the mutex counts both toward its starvation bound). Under
+    /// loom, whose clock does not move, a waiter that has slept has been away for ever: every
+    /// model of a lock that asks (the mutex, for its starvation bound) explores what follows a
+    /// long sleep on every sleep after the first.
     #[inline]
-    pub(crate) fn asleep_ns(&self) -> u64 {
-        if self.slept_at == 0 {
+    pub(crate) fn away_ns(&self) -> u64 {
+        if self.away_at == 0 {
             0
         } else if cfg!(loom) {
             u64::MAX
         } else {
-            now_ns().saturating_sub(self.slept_at)
+            now_ns().saturating_sub(self.away_at)
         }
+    }
+
+    /// How long this waiter had been away (see [`away_ns`](Self::away_ns)) when its last yield
+    /// returned, in ns (0 if it has not yielded): no clock is read, so a slow path may ask
+    /// between any two spin steps.
+    #[inline]
+    pub(crate) fn away_when_back_ns(&self) -> u64 {
+        self.back_at.saturating_sub(self.away_at)
     }
 
     /// Nanoseconds spun so far.
@@ -980,7 +1045,7 @@ impl<'a> Waiter<'a> {
 
     #[inline]
     fn finish(self, ok: bool, handoff: bool) -> bool {
-        let spun = self.spinner.spent_ns();
+        let spun = self.spinner.spent_ns().saturating_add(self.vigil_ns);
         // Under loom looks are never timed (as above).
         if self.yielder && self.spinner.has_spun() && !cfg!(loom) {
             self.estimate.watched(self.retakes > 0);
@@ -1042,4 +1107,11 @@ fn yields_under(policy: super::SpinPolicy) -> u32 {
     } else {
         0
     }
+}
+
+/// How long a doze lasts: a wake-up latency, as measured on this machine, within
+/// [`DOZE_MIN_NS`]..=[`DOZE_MAX_NS`].
+#[inline]
+fn doze_ns() -> u64 {
+    (super::wake_latency_ns() as u64).clamp(DOZE_MIN_NS, DOZE_MAX_NS)
 }
