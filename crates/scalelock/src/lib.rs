@@ -25,7 +25,7 @@
 //!
 //! | workload | use | why |
 //! | --- | --- | --- |
-//! | short critical sections, any number of threads | [`Mutex`] | spins only while spinning has paid on this lock (learned per lock), sleeps otherwise; a waiter that has been away from its CPU (yielding or asleep) for over [`STARVATION_NS`] starves: it watches for the release for up to a wake-up latency, then sleeps and gets the lock handed to it; when threads outnumber cores, a thread that keeps taking it yields its CPU to the waiters runnable behind it a few times a millisecond, so that a waiter waits for a round of those turns rather than a round of scheduler slices: the bench's *longest stall* measures that tail |
+//! | short critical sections, any number of threads | [`Mutex`] | spins only while spinning has paid on this lock (learned per lock), sleeps otherwise; a waiter that has been away from its CPU (yielding or asleep) for over [`STARVATION_NS`] starves: it watches for the release for up to a wake-up latency (one waiter per lock at a time), then sleeps and gets the lock handed to it; when threads outnumber cores, a thread that keeps taking it yields its CPU to the waiters runnable behind it a few times a millisecond, so that a waiter waits for a round of those turns rather than a round of scheduler slices: the bench's *longest stall* measures that tail |
 //! | long critical sections | [`Mutex`] | the learned spin budget decays to a short probe: waiters sleep instead of burning cores |
 //! | strict first-come, first-served hand-over | [`FairMutex`] | every unlock hands the lock to the longest sleeper |
 //! | wait for a condition | [`Condvar`] with [`Mutex`] | exact wake-up counts, no spurious wake-ups; `notify_all` moves the waiters onto the mutex instead of waking a herd |
