@@ -22,7 +22,7 @@
 //! starving class, which takes ownership and ends starvation mode. If no starving thread sleeps (it
 //! is on its way back, or gave up), `unlock` takes the hand-off back and releases as usual.
 //!
-//! Two things make the bound hold when threads outnumber CPUs, where wake-ups are slow:
+//! Four things make the bound hold when threads outnumber CPUs, where wake-ups are slow:
 //! - *The class* makes the hand-off reach the thread that starved. The kernel's queue is FIFO,
 //!   but a woken sleeper that lost the lock to a running thread goes to sleep again at its
 //!   tail, so the oldest sleeper is seldom the one that starved; a hand-off to it left the
@@ -101,7 +101,11 @@
 //!  s(!LOCKED) ----------------------> s|LOCKED       lock, slow path (a thread that has slept
 //!                                                    also sets MAYBE_SLEEPING)
 //!  s(LOCKED) -----------------------> s|CONTENDED    a waiter, before futex_wait(s|CONTENDED)
-//!  s(LOCKED,CONTENDED) -------------> s|STARVING     a waiter away > 1 ms
+//!  s(LOCKED,CONTENDED) -------------> s|STARVING     a waiter away > 1 ms, before it sleeps
+//!  s(LOCKED,!STARVING) -------------> s|STARVING     a waiter away > 1 ms, for its vigil: it
+//!                                                    announces no sleep, so an unlock that
+//!                                                    finds no other flag clears it with
+//!                                                    LOCKED and wakes nobody
 //!  s(CONTENDED or MAYBE_SLEEPING) --> s&!(LOCKED|CONTENDED|MAYBE_SLEEPING|STARVING), wake(1)
 //!                                                    unlock, slow path
 //!  s(STARVING or fair, either) -----> s|HANDOFF, wake(1) (STARVING: of the starving class)
