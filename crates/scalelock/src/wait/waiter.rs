@@ -941,9 +941,7 @@ impl<'a> Waiter<'a> {
             return value;
         }
         let mut poll = Spinner::polling(SpinBudget::Nanos(doze_ns() as u32));
-        while held(value) && self.in_time() && poll.spin() {
-            value = word.load(Ordering::Relaxed);
-        }
+        value = poll_while_held(word, value, &held, &mut poll, || self.in_time());
         self.vigil_ns = self.vigil_ns.saturating_add(poll.spent_ns());
         value
     }
@@ -1079,16 +1077,30 @@ pub(crate) fn catch_test(
     window_ns: u32,
 ) -> (bool, u32) {
     let mut poll = Spinner::polling(SpinBudget::Nanos(window_ns));
-    let mut value = word.load(Ordering::Relaxed);
-    while held(value) {
-        if !poll.spin() {
-            return (false, value);
-        }
-        value = word.load(Ordering::Relaxed);
+    let value = poll_while_held(word, word.load(Ordering::Relaxed), held, &mut poll, || true);
+    if held(value) {
+        return (false, value);
     }
     stay_away(window_ns);
-    value = word.load(Ordering::Relaxed);
+    let value = word.load(Ordering::Relaxed);
     (!held(value), value)
+}
+
+/// Polls `word`, from `value` (the caller's last read of it), while it reads `held`: a step of
+/// `poll` between two reads, as long as `go_on` allows one more and `poll`'s budget lasts.
+/// Returns the last value read. The catch test's poll and the vigil's.
+#[inline]
+fn poll_while_held(
+    word: &AtomicU32,
+    mut value: u32,
+    held: &impl Fn(u32) -> bool,
+    poll: &mut Spinner,
+    mut go_on: impl FnMut() -> bool,
+) -> u32 {
+    while held(value) && go_on() && poll.spin() {
+        value = word.load(Ordering::Relaxed);
+    }
+    value
 }
 
 /// Spins for `ns` (calibrated, see [`Spinner`]) without reading any shared word: leaves a
