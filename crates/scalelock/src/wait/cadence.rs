@@ -39,6 +39,29 @@
 //! Monotonic time, read in user space: a thread preempted since `g` counts as having kept
 //! its CPU, and yields once more than it had to (a bare system call where nobody else wants
 //! the CPU). The first ask of a thread starts its clock.
+//!
+//! How long a thread may keep its CPU before a wait that rotates *in rounds* (the rwlock's, see
+//! `Waiter::rotating_in_rounds`) yields (its *stretch*) follows the rounds its yields measure;
+//! other rotating waits keep [`ROTATE_NS`]. A yield returns once the threads runnable ahead of it on its CPU have had
+//! their turns, so its length is a round: the number of those threads times their stretches.
+//! Each yield of a wait tells this module how long it took (see [`yield_took`]), and the
+//! thread's next stretch is scaled so that a round of threads that keep the same stretch
+//! lasts [`ROUND_NS`], within [`ROTATE_MIN_NS`] and [`ROTATE_NS`]:
+//!
+//! ```text
+//!  stretch' = clamp(stretch x ROUND_NS / yield's length, ROTATE_MIN_NS, ROTATE_NS)
+//!  r runnable threads per CPU, each rotating after s:  a round = (r - 1) x s
+//!  few threads (a short round):   s = ROTATE_NS: as many rotations as before
+//!  many threads (a long round):   s = ROUND_NS / (r - 1), at least ROTATE_MIN_NS
+//!  nobody else runnable:          the yield returns at once, s = ROTATE_NS
+//! ```
+//!
+//! With one stretch for every thread count, the longest a runnable waiter waits for its CPU
+//! grew with the number of threads per CPU (each thread ahead of it kept the CPU for a whole
+//! stretch); scaled, a round stays near `ROUND_NS` until the threads outnumber what
+//! `ROTATE_MIN_NS` allows. A thread whose rounds are long because the threads ahead of it do
+//! not rotate (they run whole time slices of other work) shrinks its stretch to
+//! `ROTATE_MIN_NS` and stays there, which costs it rotations but the others nothing.
 
 /// A thread that has run for longer than this (CPU time) per wait it began since its CPU clock
 /// was last read, when a wait of its comes to its first yield, *waits seldom*: longer than a
@@ -71,6 +94,9 @@ std::thread_local! {
     /// Calls of [`rotation_ask`] since the last that said yes, or since the thread last gave
     /// its CPU away.
     static ROTATION_ASKS: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    /// How long this thread may keep its CPU before its next rotating wait yields, in ns (see
+    /// the module docs and [`yield_took`]).
+    static STRETCH_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(ROTATE_NS) };
 }
 
 /// A thread's rotating waits ask [`rotation_due`], which reads the clock, one in this many
@@ -80,7 +106,9 @@ std::thread_local! {
 pub(crate) const ROTATE_ASK_EVERY: u32 = 16;
 
 /// A thread that has kept its CPU for longer than this since it last gave it away yields as
-/// its next rotating wait begins (the *rotation*, see the module docs). It bounds how long a
+/// its next rotating wait begins (the *rotation*, see the module docs); the longest stretch,
+/// which a thread keeps where its yields find short rounds (its stretch scales down where
+/// they find long ones, see [`yield_took`]). It bounds how long a
 /// thread that keeps taking a hot lock holds its CPU while the lock's waiters are runnable
 /// behind it: without it a waiter that yielded was back only once that thread's time slice
 /// ran out, for each thread ahead of it. A rotation that switches threads costs a context
@@ -91,6 +119,52 @@ pub(crate) const ROTATE_ASK_EVERY: u32 = 16;
 // Under loom and Miri nothing rotates.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const ROTATE_NS: u64 = 100_000;
+
+/// The shortest stretch (see the module docs): where threads outnumber CPUs so far that a
+/// round cannot be kept to [`ROUND_NS`], threads rotate this often. A rotation that switches
+/// threads costs a context switch each way and the caches the next thread refills, a few
+/// microseconds: at this stretch, about a tenth of the CPU time of threads that rotate.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const ROTATE_MIN_NS: u64 = 25_000;
+
+/// The round a thread's stretch aims at (see the module docs): how long a yield takes to
+/// come back where the threads runnable ahead of it rotate as this thread does. A waiter
+/// yields a few times before it sleeps (`waiter::YIELDS`), so a round of this length keeps a
+/// wait of yields within a couple of milliseconds, about the mutex's starvation bound, where
+/// rounds of whole stretches grew with the threads per CPU (the bench's `read-write` at many
+/// threads per CPU measures the longest stall that follows).
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const ROUND_NS: u64 = 250_000;
+const _: () = assert!(ROTATE_MIN_NS <= ROTATE_NS && ROTATE_NS <= ROUND_NS);
+
+/// A yield of this thread's wait took `took_ns` (from its call to its return): a round of the
+/// threads runnable ahead of it on its CPU. Scales the thread's stretch toward a round of
+/// [`ROUND_NS`] (see the module docs and [`next_stretch`]). Does nothing under loom or Miri.
+#[inline]
+pub(crate) fn yield_took(took_ns: u64) {
+    #[cfg(not(any(loom, miri)))]
+    let _ = STRETCH_NS.try_with(|s| s.set(next_stretch(s.get(), took_ns)));
+    #[cfg(any(loom, miri))]
+    let _ = took_ns;
+}
+
+/// This thread's stretch, in ns (tests only; see [`yield_took`]).
+#[cfg(all(test, not(any(loom, miri))))]
+pub(crate) fn stretch_ns() -> u64 {
+    STRETCH_NS.with(core::cell::Cell::get)
+}
+
+/// The stretch that follows `stretch_ns` after a yield that took `took_ns`: scaled by
+/// [`ROUND_NS`] / `took_ns`, within [`ROTATE_MIN_NS`] and [`ROTATE_NS`] (see the module docs).
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+#[inline]
+pub(crate) fn next_stretch(stretch_ns: u64, took_ns: u64) -> u64 {
+    let scaled = stretch_ns
+        .saturating_mul(ROUND_NS)
+        .checked_div(took_ns)
+        .unwrap_or(ROTATE_NS);
+    scaled.clamp(ROTATE_MIN_NS, ROTATE_NS)
+}
 
 /// This thread gave its CPU away, at `now_ns` (monotonic): a yield or a futex sleep ended
 /// then (`spin::yield_cpu` and `futex::wait_outcome_in` say so). Does nothing under loom or Miri.
@@ -127,11 +201,12 @@ pub(crate) fn rotation_ask() -> bool {
     }
 }
 
-/// Whether this thread has kept its CPU for longer than [`ROTATE_NS`] since it last gave it
-/// away (see [`kept_too_long`]): its wait begins with a yield. Reads the monotonic clock; the
-/// first reading of a thread starts its clock. Never under loom or Miri.
+/// Whether this thread has kept its CPU for longer than its stretch (at most [`ROTATE_NS`],
+/// see [`yield_took`]) since it last gave it away (see [`kept_too_long`]): its wait begins with
+/// a yield. Reads the monotonic clock; the first reading of a thread starts its clock. Never
+/// under loom or Miri.
 #[inline]
-pub(crate) fn rotation_due() -> bool {
+pub(crate) fn rotation_due(in_rounds: bool) -> bool {
     #[cfg(not(any(loom, miri)))]
     {
         let now = super::now_ns();
@@ -139,20 +214,28 @@ pub(crate) fn rotation_due() -> bool {
         if gave_at == 0 {
             gave_cpu(now);
         }
-        kept_too_long(gave_at, now)
+        let stretch = if in_rounds {
+            STRETCH_NS
+                .try_with(core::cell::Cell::get)
+                .unwrap_or(ROTATE_NS)
+        } else {
+            ROTATE_NS
+        };
+        kept_too_long(gave_at, now, stretch)
     }
     #[cfg(any(loom, miri))]
     {
+        let _ = in_rounds;
         false
     }
 }
 
 /// Whether a thread that last gave its CPU away at `gave_at_ns` (0: never, as far as is known)
-/// has kept it for longer than [`ROTATE_NS`] at `now_ns`.
+/// has kept it for longer than `stretch_ns` at `now_ns`.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 #[inline]
-pub(crate) fn kept_too_long(gave_at_ns: u64, now_ns: u64) -> bool {
-    gave_at_ns != 0 && now_ns.saturating_sub(gave_at_ns) > ROTATE_NS
+pub(crate) fn kept_too_long(gave_at_ns: u64, now_ns: u64, stretch_ns: u64) -> bool {
+    gave_at_ns != 0 && now_ns.saturating_sub(gave_at_ns) > stretch_ns
 }
 
 /// A wait of this thread begins (see the module docs). No clock is read. Does nothing under

@@ -536,7 +536,11 @@ fn a_thread_is_due_to_rotate_once_it_has_kept_its_cpu_for_longer_than_rotate_ns(
         (5_000, 4_000, false),
     ];
     for (gave_at, now, want) in cases {
-        assert_eq!(kept_too_long(gave_at, now), want, "{gave_at} -> {now}");
+        assert_eq!(
+            kept_too_long(gave_at, now, ROTATE_NS),
+            want,
+            "{gave_at} -> {now}"
+        );
     }
 }
 
@@ -553,17 +557,17 @@ fn a_thread_reads_the_clock_for_its_rotation_once_in_rotate_ask_every_waits_and_
         assert_eq!(asks(ROTATE_ASK_EVERY - 1), 0);
         assert!(rotation_ask());
         // The thread's first reading starts its clock.
-        assert!(!rotation_due(), "a first reading");
+        assert!(!rotation_due(false), "a first reading");
         let t0 = now_ns();
         while now_ns() - t0 <= 2 * ROTATE_NS {
             core::hint::spin_loop();
         }
-        assert!(rotation_due(), "after keeping its CPU for 2 ROTATE_NS");
+        assert!(rotation_due(false), "after keeping its CPU for 2 ROTATE_NS");
         // A yield gives the CPU away: the asks count from it, and the clock runs from its end.
         assert_eq!(asks(ROTATE_ASK_EVERY - 3), 0);
         let before = now_ns();
         yield_cpu();
-        let due = rotation_due();
+        let due = rotation_due(false);
         assert!(
             !due || now_ns() - before > ROTATE_NS,
             "due within ROTATE_NS of a yield"
@@ -584,13 +588,13 @@ fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_d
         let word = AtomicU32::new(0);
         // Long ago: the thread is due to rotate.
         gave_cpu(1);
-        assert!(rotation_due());
+        assert!(rotation_due(false));
         // The word does not hold the value expected: no sleep, nothing given away.
         assert_eq!(
             futex::wait_outcome(&word, 1, None),
             futex::WaitOutcome::NotWoken
         );
-        assert!(rotation_due(), "a wait that never slept");
+        assert!(rotation_due(false), "a wait that never slept");
         // A sleep that its deadline ends (as a condvar's timed wait, which no Waiter sees).
         let before = now_ns();
         let nap = Deadline::after(Duration::from_micros(10));
@@ -598,7 +602,7 @@ fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_d
             futex::wait_outcome(&word, 0, Some(&nap)),
             futex::WaitOutcome::TimedOut
         );
-        let due = rotation_due();
+        let due = rotation_due(false);
         assert!(
             !due || now_ns() - before > ROTATE_NS,
             "due within ROTATE_NS of a sleep"
@@ -624,7 +628,7 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
             }
         };
         // No yield since `before`, or ROTATE_NS passed since: still due.
-        let rotated_since = |before: u64| !rotation_due() || now_ns() - before > ROTATE_NS;
+        let rotated_since = |before: u64| !rotation_due(false) || now_ns() - before > ROTATE_NS;
         let adaptive = SpinPolicy::Adaptive;
         // A yielding waiter (the mutex's): the rotation is one of its yields.
         due();
@@ -647,13 +651,13 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
         ] {
             due();
             let _ = Waiter::under(policy, &e, None).rotating_under(policy);
-            assert!(rotation_due(), "{policy:?}");
+            assert!(rotation_due(false), "{policy:?}");
         }
         due();
         let _ = Waiter::under(adaptive, &e, None)
             .thread_waits_seldom(true)
             .rotating_under(adaptive);
-        assert!(rotation_due(), "a seldom waiter rotated");
+        assert!(rotation_due(false), "a seldom waiter rotated");
         let futile = SpinEstimate::new();
         for _ in 0..FUTILE_WAITS_DOZE {
             futile.record(false, 0);
@@ -661,7 +665,7 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
         due();
         let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive);
         assert_eq!(w.yields_left(), YIELDS);
-        assert!(rotation_due(), "a dozer rotated");
+        assert!(rotation_due(false), "a dozer rotated");
         // Through `rotating`, as the mutex makes its waiters: one wait in ROTATE_ASK_EVERY
         // asks, and the thread is due only until its rotation yield.
         gave_cpu(1);
@@ -677,6 +681,74 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
             rotated,
             usize::from(super::spin_policy() == SpinPolicy::Adaptive)
         );
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_threads_stretch_scales_to_a_round_of_round_ns_within_its_bounds() {
+    use super::cadence::{next_stretch, ROTATE_MIN_NS, ROTATE_NS, ROUND_NS};
+    // (stretch, the yield took, the next stretch)
+    let cases = [
+        // A round as long as aimed at: the stretch stays.
+        (ROTATE_NS, ROUND_NS, ROTATE_NS),
+        (40_000, ROUND_NS, 40_000),
+        // Twice as long: half the stretch; half as long: twice, up to ROTATE_NS.
+        (ROTATE_NS, 2 * ROUND_NS, ROTATE_NS / 2),
+        (ROTATE_NS / 2, ROUND_NS / 2, ROTATE_NS),
+        (ROTATE_NS, ROUND_NS / 2, ROTATE_NS),
+        // Far too long (many threads per CPU, or threads that do not rotate): the shortest.
+        (ROTATE_NS, 100 * ROUND_NS, ROTATE_MIN_NS),
+        (ROTATE_MIN_NS, 2 * ROUND_NS, ROTATE_MIN_NS),
+        // A yield that ran nobody, or took no time on the clock: the longest.
+        (ROTATE_MIN_NS, 1_000, ROTATE_NS),
+        (ROTATE_MIN_NS, 0, ROTATE_NS),
+        (u64::MAX, 1, ROTATE_NS),
+    ];
+    for (stretch, took, want) in cases {
+        assert_eq!(next_stretch(stretch, took), want, "{stretch} after {took}");
+    }
+}
+
+// Neither Miri nor loom rotates.
+#[cfg(not(any(loom, miri)))]
+#[test]
+fn a_long_round_shortens_the_stretch_of_waits_in_rounds_only_and_a_waiters_yield_tells_it() {
+    use super::cadence::{
+        gave_cpu, rotation_due, stretch_ns, yield_took, ROTATE_MIN_NS, ROTATE_NS, ROUND_NS,
+    };
+    use super::now_ns;
+    std::thread::spawn(|| {
+        assert_eq!(
+            stretch_ns(),
+            ROTATE_NS,
+            "a thread starts at the longest stretch"
+        );
+        yield_took(100 * ROUND_NS);
+        assert_eq!(stretch_ns(), ROTATE_MIN_NS);
+        // Kept the CPU for twice the shortest stretch: due in rounds; the fixed stretch is
+        // not up (unless the thread was preempted past it).
+        let t0 = now_ns();
+        gave_cpu(t0);
+        while now_ns() - t0 <= 2 * ROTATE_MIN_NS {
+            core::hint::spin_loop();
+        }
+        assert!(rotation_due(true), "in rounds, past the shortest stretch");
+        assert!(!rotation_due(false) || now_ns() - t0 > ROTATE_NS);
+        // A yield that ran nobody: the longest stretch again.
+        yield_took(0);
+        assert!(!rotation_due(true) || now_ns() - t0 > ROTATE_NS);
+        // A waiter's yields tell their length: one that took less than ROUND_NS lengthens
+        // the shortest stretch.
+        yield_took(100 * ROUND_NS);
+        let e = SpinEstimate::new();
+        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+        let before = now_ns();
+        assert!(w.spin_or_yield(false, true), "a yield");
+        if now_ns() - before < ROUND_NS {
+            assert!(stretch_ns() > ROTATE_MIN_NS, "the yield was not told");
+        }
     })
     .join()
     .unwrap();

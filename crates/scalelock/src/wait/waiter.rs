@@ -145,7 +145,16 @@
 //!   a condvar's too) begins its wait with a yield, the *rotation* (see `cadence`): the
 //!   threads behind it get a turn about that often, and the lock goes round them. A
 //!   yielding waiter's rotation is one of its yields and stands for its probe yield, which
-//!   tells the same thing (whether other threads want this CPU). Nothing rotates where the thread waits
+//!   tells the same thing (whether other threads want this CPU). A yield's length is a round
+//!   of the threads runnable ahead of it, each keeping the CPU for its stretch, so a fixed
+//!   stretch makes rounds grow with the threads per CPU. The rwlock's waits, which nothing
+//!   else bounds (no hand-off to a starving waiter), rotate
+//!   [`in rounds`](Waiter::rotating_in_rounds): each yield of a wait tells `cadence` how long
+//!   it took, and the thread's stretch scales so that a round lasts about `cadence::ROUND_NS`
+//!   (never shorter than `cadence::ROTATE_MIN_NS`). The mutex keeps the fixed stretch: its
+//!   starvation bound already ends a long wait (a starving waiter stops yielding and has
+//!   the lock handed over), and rotating more often only cost its lock-bound cells the
+//!   switches (the bench's `mutex-short` and `log-append`). Nothing rotates where the thread waits
 //!   seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
 //!   the lock's flow there is one CPU's threads (see above). Readers of a `BiasedRwLock` that
 //!   take their slots never wait, and so never rotate.
@@ -473,17 +482,37 @@ impl<'a> Waiter<'a> {
         self.rotating_under(super::spin_policy())
     }
 
+    /// [`rotating`](Self::rotating), where the thread's CPU time is measured against its
+    /// stretch scaled to its rounds (`cadence::ROUND_NS`, see `cadence::yield_took`) rather
+    /// than the fixed `cadence::ROTATE_NS`: for a lock whose waits nothing else bounds (the
+    /// rwlock's, which has no hand-off to a starving waiter; see the module docs).
+    #[inline]
+    pub(crate) fn rotating_in_rounds(self) -> Waiter<'a> {
+        self.rotating_with(super::spin_policy(), true)
+    }
+
     /// [`rotating`](Self::rotating), under `policy`: only `Adaptive` rotates. One wait in
     /// `cadence::ROTATE_ASK_EVERY` asks whether it is due (never under loom, whose models
     /// explore the yields). Not a yielding waiter whose lock's waits keep spinning in vain: it
     /// dozes instead, and the lock's flow is one CPU's threads (see the module docs).
     #[inline]
-    pub(crate) fn rotating_under(mut self, policy: super::SpinPolicy) -> Waiter<'a> {
+    pub(crate) fn rotating_under(self, policy: super::SpinPolicy) -> Waiter<'a> {
+        self.rotating_with(policy, false)
+    }
+
+    /// [`rotating_under`](Self::rotating_under), with the thread's scaled stretch if
+    /// `in_rounds` (see [`rotating_in_rounds`](Self::rotating_in_rounds)).
+    #[inline]
+    pub(crate) fn rotating_with(
+        mut self,
+        policy: super::SpinPolicy,
+        in_rounds: bool,
+    ) -> Waiter<'a> {
         if policy == super::SpinPolicy::Adaptive
             && !(self.yielder && self.futile_waits >= FUTILE_WAITS_DOZE)
             && cadence::rotation_ask()
         {
-            self.rotate();
+            self.rotate(in_rounds);
         }
         self
     }
@@ -529,8 +558,8 @@ impl<'a> Waiter<'a> {
     /// line: one wait in `cadence::ROTATE_ASK_EVERY` comes here.
     #[cold]
     #[inline(never)]
-    fn rotate(&mut self) {
-        if !cadence::rotation_due() || !self.may_yield() {
+    fn rotate(&mut self, in_rounds: bool) {
+        if !cadence::rotation_due(in_rounds) || !self.may_yield() {
             return;
         }
         if self.yields == 0 {
@@ -969,6 +998,7 @@ impl<'a> Waiter<'a> {
         self.back_at = back;
         let took = back.saturating_sub(t0);
         self.rec.yielded(took);
+        cadence::yield_took(took);
         took
     }
 
