@@ -40,13 +40,13 @@
 //! its CPU, and yields once more than it had to (a bare system call where nobody else wants
 //! the CPU). The first ask of a thread starts its clock.
 //!
-//! How long a thread may keep its CPU before a wait that rotates *in rounds* (the rwlock's, see
-//! `Waiter::rotating_in_rounds`) yields (its *stretch*) follows the rounds its yields measure;
-//! other rotating waits keep [`ROTATE_NS`]. A yield returns once the threads runnable ahead of it on its CPU have had
-//! their turns, so its length is a round: the number of those threads times their stretches.
-//! Each yield of a wait tells this module how long it took (see [`yield_took`]), and the
-//! thread's next stretch is scaled so that a round of threads that keep the same stretch
-//! lasts [`ROUND_NS`], within [`ROTATE_MIN_NS`] and [`ROTATE_NS`]:
+//! How long a thread may keep its CPU before a wait that rotates *in rounds* (the rwlock's,
+//! see `Waiter::rotating_in_rounds`) yields, its *stretch*, follows the rounds its yields
+//! measure; other rotating waits keep [`ROTATE_NS`]. A yield returns once the threads runnable
+//! ahead of it on its CPU have had their turns, so its length is a round: the number of those
+//! threads times their stretches. Each yield of a wait tells this module how long it took (see
+//! [`yield_took`]), and the thread's next stretch is scaled so that a round of threads that
+//! keep the same stretch lasts [`ROUND_NS`], within [`ROTATE_MIN_NS`] and [`ROTATE_NS`]:
 //!
 //! ```text
 //!  stretch' = clamp(stretch x ROUND_NS / yield's length, ROTATE_MIN_NS, ROTATE_NS)
@@ -201,10 +201,10 @@ pub(crate) fn rotation_ask() -> bool {
     }
 }
 
-/// Whether this thread has kept its CPU for longer than its stretch (at most [`ROTATE_NS`],
-/// see [`yield_took`]) since it last gave it away (see [`kept_too_long`]): its wait begins with
-/// a yield. Reads the monotonic clock; the first reading of a thread starts its clock. Never
-/// under loom or Miri.
+/// Whether this thread has kept its CPU, since it last gave it away, for longer than its
+/// stretch if `in_rounds` (see [`yield_took`]), else [`ROTATE_NS`] (see [`kept_too_long`]):
+/// its wait begins with a yield. Reads the monotonic clock; the first reading of a thread
+/// starts its clock. Never under loom or Miri.
 #[inline]
 pub(crate) fn rotation_due(in_rounds: bool) -> bool {
     #[cfg(not(any(loom, miri)))]

@@ -154,8 +154,8 @@
 //!   (never shorter than `cadence::ROTATE_MIN_NS`). The mutex keeps the fixed stretch: its
 //!   starvation bound already ends a long wait (a starving waiter stops yielding and has
 //!   the lock handed over), and rotating more often only cost its lock-bound cells the
-//!   switches (the bench's `mutex-short` and `log-append`). Nothing rotates where the thread waits
-//!   seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
+//!   switches (the bench's `mutex-short` and `log-append`). Nothing rotates where the thread
+//!   waits seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
 //!   the lock's flow there is one CPU's threads (see above). Readers of a `BiasedRwLock` that
 //!   take their slots never wait, and so never rotate.
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
@@ -503,11 +503,7 @@ impl<'a> Waiter<'a> {
     /// [`rotating_under`](Self::rotating_under), with the thread's scaled stretch if
     /// `in_rounds` (see [`rotating_in_rounds`](Self::rotating_in_rounds)).
     #[inline]
-    pub(crate) fn rotating_with(
-        mut self,
-        policy: super::SpinPolicy,
-        in_rounds: bool,
-    ) -> Waiter<'a> {
+    fn rotating_with(mut self, policy: super::SpinPolicy, in_rounds: bool) -> Waiter<'a> {
         if policy == super::SpinPolicy::Adaptive
             && !(self.yielder && self.futile_waits >= FUTILE_WAITS_DOZE)
             && cadence::rotation_ask()
@@ -552,10 +548,11 @@ impl<'a> Waiter<'a> {
     }
 
     /// Makes the rotation yield if this waiter's thread has kept its CPU for longer than
-    /// `cadence::ROTATE_NS` since it last gave the CPU away (see `cadence::rotation_due`) and
-    /// does not wait seldom. A yielding waiter's rotation is one of its yields and stands for
-    /// its probe yield: it tells the same thing, whether other threads want this CPU. Out of
-    /// line: one wait in `cadence::ROTATE_ASK_EVERY` comes here.
+    /// `cadence::ROTATE_NS` (its scaled stretch, if `in_rounds`) since it last gave the CPU
+    /// away (see `cadence::rotation_due`) and does not wait seldom. A yielding waiter's
+    /// rotation is one of its yields and stands for its probe yield: it tells the same thing,
+    /// whether other threads want this CPU. Out of line: one wait in
+    /// `cadence::ROTATE_ASK_EVERY` comes here.
     #[cold]
     #[inline(never)]
     fn rotate(&mut self, in_rounds: bool) {
