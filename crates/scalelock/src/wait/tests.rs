@@ -632,14 +632,14 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
         let adaptive = SpinPolicy::Adaptive;
         // A yielding waiter (the mutex's): the rotation is one of its yields.
         due();
-        let w = Waiter::under(adaptive, &e, None).rotating_under(adaptive);
+        let w = Waiter::under(adaptive, &e, None).rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), YIELDS - 1, "the rotation yield");
         // A waiter that does not yield (the rwlock's) rotates with a yield of its own.
         due();
         let before = now_ns();
         let w = Waiter::under(adaptive, &e, None)
             .not_yielding()
-            .rotating_under(adaptive);
+            .rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), 0);
         assert!(rotated_since(before), "no rotation yield");
         // Nothing rotates under other policies, where the thread waits seldom, or where the
@@ -650,20 +650,20 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
             SpinPolicy::Always,
         ] {
             due();
-            let _ = Waiter::under(policy, &e, None).rotating_under(policy);
+            let _ = Waiter::under(policy, &e, None).rotating_under(policy, false);
             assert!(rotation_due(false), "{policy:?}");
         }
         due();
         let _ = Waiter::under(adaptive, &e, None)
             .thread_waits_seldom(true)
-            .rotating_under(adaptive);
+            .rotating_under(adaptive, false);
         assert!(rotation_due(false), "a seldom waiter rotated");
         let futile = SpinEstimate::new();
         for _ in 0..FUTILE_WAITS_DOZE {
             futile.record(false, 0);
         }
         due();
-        let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive);
+        let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), YIELDS);
         assert!(rotation_due(false), "a dozer rotated");
         // Through `rotating`, as the mutex makes its waiters: one wait in ROTATE_ASK_EVERY
@@ -716,7 +716,8 @@ fn a_threads_stretch_scales_to_a_round_of_round_ns_within_its_bounds() {
 #[test]
 fn a_long_round_shortens_the_stretch_of_waits_in_rounds_only_and_a_waiters_yield_tells_it() {
     use super::cadence::{
-        gave_cpu, rotation_due, stretch_ns, yield_took, ROTATE_MIN_NS, ROTATE_NS, ROUND_NS,
+        gave_cpu, rotation_ask, rotation_due, stretch_ns, yield_took, ROTATE_ASK_EVERY,
+        ROTATE_MIN_NS, ROTATE_NS, ROUND_NS,
     };
     use super::now_ns;
     std::thread::spawn(|| {
@@ -739,6 +740,38 @@ fn a_long_round_shortens_the_stretch_of_waits_in_rounds_only_and_a_waiters_yield
         // A yield that ran nobody: the longest stretch again.
         yield_took(0);
         assert!(!rotation_due(true) || now_ns() - t0 > ROTATE_NS);
+        // Through a waiter, on its rotation ask: one rotating with the fixed stretch does not
+        // yield yet, one rotating in rounds does (unless the thread was preempted past
+        // ROTATE_NS, when both may).
+        let e = SpinEstimate::new();
+        let asks_until_the_next_reads = || {
+            for _ in 1..ROTATE_ASK_EVERY {
+                assert!(!rotation_ask());
+            }
+        };
+        yield_took(100 * ROUND_NS);
+        let t0 = now_ns();
+        gave_cpu(t0);
+        while now_ns() - t0 <= 2 * ROTATE_MIN_NS {
+            core::hint::spin_loop();
+        }
+        asks_until_the_next_reads();
+        let _ = Waiter::under(SpinPolicy::Adaptive, &e, None)
+            .not_yielding()
+            .rotating_under(SpinPolicy::Adaptive, false);
+        assert!(
+            rotation_due(true) || now_ns() - t0 > ROTATE_NS,
+            "a fixed-stretch waiter rotated"
+        );
+        asks_until_the_next_reads();
+        let before = now_ns();
+        let _ = Waiter::under(SpinPolicy::Adaptive, &e, None)
+            .not_yielding()
+            .rotating_under(SpinPolicy::Adaptive, true);
+        assert!(
+            !rotation_due(true) || now_ns() - before > ROTATE_MIN_NS,
+            "a waiter in rounds did not rotate"
+        );
         // A waiter's yields tell their length: one that took less than ROUND_NS lengthens
         // the shortest stretch.
         yield_took(100 * ROUND_NS);

@@ -479,7 +479,7 @@ impl<'a> Waiter<'a> {
     /// CPU away (see the module docs). Make it yielding first, if it is to be.
     #[inline]
     pub(crate) fn rotating(self) -> Waiter<'a> {
-        self.rotating_under(super::spin_policy())
+        self.rotating_under(super::spin_policy(), false)
     }
 
     /// [`rotating`](Self::rotating), where the thread's CPU time is measured against its
@@ -488,22 +488,20 @@ impl<'a> Waiter<'a> {
     /// rwlock's, which has no hand-off to a starving waiter; see the module docs).
     #[inline]
     pub(crate) fn rotating_in_rounds(self) -> Waiter<'a> {
-        self.rotating_with(super::spin_policy(), true)
+        self.rotating_under(super::spin_policy(), true)
     }
 
-    /// [`rotating`](Self::rotating), under `policy`: only `Adaptive` rotates. One wait in
+    /// [`rotating`](Self::rotating), or [`rotating_in_rounds`](Self::rotating_in_rounds) if
+    /// `in_rounds`, under `policy`: only `Adaptive` rotates. One wait in
     /// `cadence::ROTATE_ASK_EVERY` asks whether it is due (never under loom, whose models
     /// explore the yields). Not a yielding waiter whose lock's waits keep spinning in vain: it
     /// dozes instead, and the lock's flow is one CPU's threads (see the module docs).
     #[inline]
-    pub(crate) fn rotating_under(self, policy: super::SpinPolicy) -> Waiter<'a> {
-        self.rotating_with(policy, false)
-    }
-
-    /// [`rotating_under`](Self::rotating_under), with the thread's scaled stretch if
-    /// `in_rounds` (see [`rotating_in_rounds`](Self::rotating_in_rounds)).
-    #[inline]
-    fn rotating_with(mut self, policy: super::SpinPolicy, in_rounds: bool) -> Waiter<'a> {
+    pub(crate) fn rotating_under(
+        mut self,
+        policy: super::SpinPolicy,
+        in_rounds: bool,
+    ) -> Waiter<'a> {
         if policy == super::SpinPolicy::Adaptive
             && !(self.yielder && self.futile_waits >= FUTILE_WAITS_DOZE)
             && cadence::rotation_ask()
