@@ -1,9 +1,10 @@
-//! The measuring harness: start threads on a barrier, warm up, measure for a fixed duration, stop.
+//! The measuring harness: start threads together, warm up, measure for a fixed duration, stop.
 //!
 //! [`measure`] runs a workload's operation in a loop on `trial.threads` threads:
 //!
-//! 1. every thread is spawned and waits on a barrier (so none runs alone while others start);
-//! 2. after the barrier the threads run for `trial.warmup` unmeasured (caches, learned spin
+//! 1. every thread is spawned and waits at a start gate (so none runs alone while others
+//!    start; see [`StartGate`]);
+//! 2. once the gate opens the threads run for `trial.warmup` unmeasured (caches, learned spin
 //!    budgets and the scheduler settle);
 //! 3. the harness snapshots every thread's operation count, `getrusage(RUSAGE_SELF)` (CPU time
 //!    and context switches; its own thread's switches are taken out) and the clock, sleeps
@@ -21,8 +22,9 @@
 
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::Barrier;
+use std::thread::Thread;
 use std::time::{Duration, Instant};
 
 /// Parameters of one measured point.
@@ -401,6 +403,55 @@ fn read_cpu_clock(clock: Option<libc::clockid_t>) -> Duration {
     Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
+/// Where the workers wait until all of them have started: each parks, and the harness, once
+/// all have arrived, opens the gate and unparks every one of them itself. No worker waits for
+/// another's wake-up on the way out. (With std's `Barrier`, every worker leaving re-took one
+/// mutex, in turn; the workers out first kept the CPUs busy, so where threads outnumbered
+/// CPUs each turn waited for a CPU, and the last of 128 workers got out long after the
+/// measurement had begun: its whole window counted as a stall, whatever the lock did.)
+struct StartGate {
+    /// Workers that have arrived.
+    arrived: AtomicUsize,
+    /// Set once all have arrived: they may start.
+    open: AtomicBool,
+    /// The thread that opens the gate (woken by the last worker to arrive).
+    opener: Thread,
+}
+
+impl StartGate {
+    /// A closed gate that the calling thread will open (see [`open`](Self::open)).
+    fn new() -> StartGate {
+        StartGate {
+            arrived: AtomicUsize::new(0),
+            open: AtomicBool::new(false),
+            opener: std::thread::current(),
+        }
+    }
+
+    /// A worker arrives, one of `workers`, and waits until the gate opens.
+    fn arrive(&self, workers: usize) {
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == workers {
+            self.opener.unpark();
+        }
+        // park may return spuriously: the flag says when to go.
+        while !self.open.load(Ordering::Acquire) {
+            std::thread::park();
+        }
+    }
+
+    /// Called by the thread that made the gate: waits until `workers` have arrived, then lets
+    /// them all go, waking each of `threads` (the workers).
+    fn open<'t>(&self, workers: usize, threads: impl IntoIterator<Item = &'t Thread>) {
+        while self.arrived.load(Ordering::Acquire) < workers {
+            std::thread::park();
+        }
+        self.open.store(true, Ordering::Release);
+        for t in threads {
+            t.unpark();
+        }
+    }
+}
+
 /// Runs `op` on `trial.threads` threads as described in the module docs. `op` performs some
 /// operations on `shared` and returns how many it performed (usually 1).
 pub fn measure<S, F>(trial: &Trial, shared: &S, op: F) -> Measurement
@@ -413,8 +464,8 @@ where
     let counters: Vec<CachePadded<AtomicU64>> = (0..threads)
         .map(|_| CachePadded::new(AtomicU64::new(0)))
         .collect();
-    let barrier = Barrier::new(threads + 1);
-    // Each thread's CPU clock, published before the start barrier.
+    let gate = StartGate::new();
+    // Each thread's CPU clock, published before the start gate.
     let clocks: Vec<std::sync::OnceLock<Option<libc::clockid_t>>> =
         (0..threads).map(|_| std::sync::OnceLock::new()).collect();
     let seed0 = std::time::SystemTime::now()
@@ -425,8 +476,7 @@ where
     std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|index| {
-                let (phase, counters, barrier, op, clocks) =
-                    (&phase, &counters, &barrier, &op, &clocks);
+                let (phase, counters, gate, op, clocks) = (&phase, &counters, &gate, &op, &clocks);
                 std::thread::Builder::new()
                     .name(format!("bench-{index}"))
                     .stack_size(256 * 1024)
@@ -448,7 +498,7 @@ where
                         let mine = &counters[index];
                         let mut done = 0u64;
                         let _ = clocks[index].set(own_cpu_clock());
-                        barrier.wait();
+                        gate.arrive(threads);
                         while phase.load(Ordering::Relaxed) != STOP {
                             done += op(shared, &mut w);
                             // Only this thread writes its counter; the harness reads it.
@@ -466,14 +516,14 @@ where
                 .map(|c| c.load(Ordering::Relaxed))
                 .collect::<Vec<_>>()
         };
-        // (Every thread set its clock before the barrier the harness waits on below.)
+        // (Every thread set its clock before the gate the harness opens below.)
         let thread_cpus = || {
             clocks
                 .iter()
                 .map(|c| read_cpu_clock(c.get().copied().flatten()))
                 .collect::<Vec<_>>()
         };
-        barrier.wait();
+        gate.open(threads, handles.iter().map(|h| h.thread()));
         std::thread::sleep(trial.warmup);
         // On a loaded machine a thread may not have run at all yet: give stragglers up to one
         // more warm-up to complete an operation (a collapsing spinlock may never let them).
@@ -671,6 +721,40 @@ mod tests {
             stall(&progress(&[1, 99]), start, end),
             Duration::from_millis(98)
         );
+    }
+
+    #[test]
+    fn the_start_gate_holds_every_worker_until_all_have_arrived_and_then_lets_each_go() {
+        // More workers than CPUs, as the sweeps run them.
+        let workers = 16;
+        let gate = StartGate::new();
+        let passed = AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..workers)
+                .map(|_| {
+                    scope.spawn(|| {
+                        gate.arrive(workers);
+                        passed.fetch_add(1, Ordering::Relaxed);
+                    })
+                })
+                .collect();
+            while gate.arrived.load(Ordering::Acquire) < workers {
+                std::thread::yield_now();
+            }
+            // Every worker has arrived, and parks (or spins on a spurious wake-up) until the
+            // gate opens: none may pass meanwhile.
+            std::thread::sleep(Duration::from_millis(20));
+            assert_eq!(
+                passed.load(Ordering::Relaxed),
+                0,
+                "a worker passed a closed gate"
+            );
+            gate.open(workers, handles.iter().map(|h| h.thread()));
+            for h in handles {
+                h.join().unwrap();
+            }
+        });
+        assert_eq!(passed.load(Ordering::Relaxed), workers);
     }
 
     #[test]

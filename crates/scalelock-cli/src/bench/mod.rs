@@ -2,7 +2,7 @@
 //!
 //! - [`locks`]: one adapter per lock (mutex-like and rwlock-like traits);
 //! - [`workloads`]: one module per workload (see its docs for how to add one);
-//! - [`harness`]: threads on a barrier, warm-up, fixed-duration measurement, sampled latency;
+//! - [`harness`]: threads started together, warm-up, fixed-duration measurement, sampled latency;
 //! - [`stats`]: percentiles, fairness, ratios; [`output`]: table, JSON, CSV; [`report`]: HTML.
 
 pub mod child;

@@ -95,7 +95,7 @@ td.good {{ color: #070; }} td.bad {{ color: #a00; }} td.undecided {{ color: #777
 </style></head><body>
 <h1>scalelock bench</h1>
 <p>Each point ran {repeat} time{s} for {round} ms, each after {warm} ms of warm-up with its threads
-started on a barrier; the runs of the locks compared in one cell were interleaved round by round,
+started together (each woken by the harness); the runs of the locks compared in one cell were interleaved round by round,
 in an order shuffled per round, so that a change in the machine's speed hits every lock alike.
 Figures are medians of the runs. Ratios divide the medians and show the range of the per-round
 ratios; a ratio marked <b>?</b> is undecided: that range crosses 1.0 or is wider than ±5%.

@@ -44,7 +44,7 @@
 //! [`new_histogram`](super::harness::new_histogram) if it has no latencies.
 //!
 //! Inside `run`, call [`measure`](super::harness::measure)`(trial, &shared, |shared, w| { ..; 1 })`:
-//! it starts `trial.threads` threads on a barrier, warms up, measures, stops, and returns
+//! it starts `trial.threads` threads together, warms up, measures, stops, and returns
 //! per-thread op counts, CPU time and the latency histogram. The closure performs one operation
 //! (or a batch) and returns how many it did. To sample acquisition latency, call
 //! `let s = w.sample();` just before acquiring and `w.acquired(s)` first thing inside the
