@@ -22,8 +22,7 @@
 
 use crossbeam_utils::CachePadded;
 use hdrhistogram::Histogram;
-use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::thread::Thread;
 use std::time::{Duration, Instant};
 
@@ -410,6 +409,8 @@ fn read_cpu_clock(clock: Option<libc::clockid_t>) -> Duration {
 /// CPUs each turn waited for a CPU, and the last of 128 workers got out long after the
 /// measurement had begun: its whole window counted as a stall, whatever the lock did.)
 struct StartGate {
+    /// Workers that the gate waits for.
+    workers: usize,
     /// Workers that have arrived.
     arrived: AtomicUsize,
     /// Set once all have arrived: they may start.
@@ -419,18 +420,20 @@ struct StartGate {
 }
 
 impl StartGate {
-    /// A closed gate that the calling thread will open (see [`open`](Self::open)).
-    fn new() -> StartGate {
+    /// A closed gate for `workers` workers, which the calling thread will open (see
+    /// [`open`](Self::open)).
+    fn new(workers: usize) -> StartGate {
         StartGate {
+            workers,
             arrived: AtomicUsize::new(0),
             open: AtomicBool::new(false),
             opener: std::thread::current(),
         }
     }
 
-    /// A worker arrives, one of `workers`, and waits until the gate opens.
-    fn arrive(&self, workers: usize) {
-        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == workers {
+    /// A worker arrives, and waits until the gate opens.
+    fn arrive(&self) {
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.workers {
             self.opener.unpark();
         }
         // park may return spuriously: the flag says when to go.
@@ -439,10 +442,10 @@ impl StartGate {
         }
     }
 
-    /// Called by the thread that made the gate: waits until `workers` have arrived, then lets
-    /// them all go, waking each of `threads` (the workers).
-    fn open<'t>(&self, workers: usize, threads: impl IntoIterator<Item = &'t Thread>) {
-        while self.arrived.load(Ordering::Acquire) < workers {
+    /// Called by the thread that made the gate: waits until all the workers have arrived, then
+    /// lets them go, waking each of `threads` (the workers).
+    fn open<'t>(&self, threads: impl IntoIterator<Item = &'t Thread>) {
+        while self.arrived.load(Ordering::Acquire) < self.workers {
             std::thread::park();
         }
         self.open.store(true, Ordering::Release);
@@ -464,7 +467,7 @@ where
     let counters: Vec<CachePadded<AtomicU64>> = (0..threads)
         .map(|_| CachePadded::new(AtomicU64::new(0)))
         .collect();
-    let gate = StartGate::new();
+    let gate = StartGate::new(threads);
     // Each thread's CPU clock, published before the start gate.
     let clocks: Vec<std::sync::OnceLock<Option<libc::clockid_t>>> =
         (0..threads).map(|_| std::sync::OnceLock::new()).collect();
@@ -498,7 +501,7 @@ where
                         let mine = &counters[index];
                         let mut done = 0u64;
                         let _ = clocks[index].set(own_cpu_clock());
-                        gate.arrive(threads);
+                        gate.arrive();
                         while phase.load(Ordering::Relaxed) != STOP {
                             done += op(shared, &mut w);
                             // Only this thread writes its counter; the harness reads it.
@@ -523,7 +526,7 @@ where
                 .map(|c| read_cpu_clock(c.get().copied().flatten()))
                 .collect::<Vec<_>>()
         };
-        gate.open(threads, handles.iter().map(|h| h.thread()));
+        gate.open(handles.iter().map(|h| h.thread()));
         std::thread::sleep(trial.warmup);
         // On a loaded machine a thread may not have run at all yet: give stragglers up to one
         // more warm-up to complete an operation (a collapsing spinlock may never let them).
@@ -727,13 +730,13 @@ mod tests {
     fn the_start_gate_holds_every_worker_until_all_have_arrived_and_then_lets_each_go() {
         // More workers than CPUs, as the sweeps run them.
         let workers = 16;
-        let gate = StartGate::new();
+        let gate = StartGate::new(workers);
         let passed = AtomicUsize::new(0);
         std::thread::scope(|scope| {
             let handles: Vec<_> = (0..workers)
                 .map(|_| {
                     scope.spawn(|| {
-                        gate.arrive(workers);
+                        gate.arrive();
                         passed.fetch_add(1, Ordering::Relaxed);
                     })
                 })
@@ -749,7 +752,7 @@ mod tests {
                 0,
                 "a worker passed a closed gate"
             );
-            gate.open(workers, handles.iter().map(|h| h.thread()));
+            gate.open(handles.iter().map(|h| h.thread()));
             for h in handles {
                 h.join().unwrap();
             }
