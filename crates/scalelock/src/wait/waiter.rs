@@ -151,10 +151,12 @@
 //!   else bounds (no hand-off to a starving waiter), rotate
 //!   [`in rounds`](Waiter::rotating_in_rounds): each yield of a wait tells `cadence` how long
 //!   it took, and the thread's stretch scales so that a round lasts about `cadence::ROUND_NS`
-//!   (never shorter than `cadence::ROTATE_MIN_NS`). The mutex keeps the fixed stretch: its
-//!   starvation bound already ends a long wait (a starving waiter stops yielding and has
-//!   the lock handed over), and rotating more often only cost its lock-bound cells the
-//!   switches (the bench's `mutex-short` and `log-append`). Nothing rotates where the thread
+//!   (never shorter than `cadence::ROTATE_MIN_NS`). The mutex keeps the fixed stretch:
+//!   rotating more often cost its lock-bound cells the switches (the bench's `mutex-short`
+//!   and `log-append`), and did not shorten its waiters' yields where threads per CPU are
+//!   many (`mutex-long`, where a thread takes the lock several times per turn). Its
+//!   starvation bound does not bound those either: a waiter looks at it only when a yield
+//!   returns, and one yield there can outlast the mark many times. Nothing rotates where the thread
 //!   waits seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
 //!   the lock's flow there is one CPU's threads (see above). Readers of a `BiasedRwLock` that
 //!   take their slots never wait, and so never rotate.
