@@ -30,11 +30,24 @@
 //!
 //! ```text
 //!  monotonic time ->        g: it gave the CPU away (a yield, a sleep);  a: a wait asks
-//!                           (every ROTATE_ASK_EVERY-th reads the clock);  ====: on its CPU
+//!                           (some read the clock, see below);  ====: on its CPU
 //!  not due:  g==a==a==a     read less than ROTATE_NS after g: no yield
 //!  due:      g===========A  read more than ROTATE_NS after g: the wait yields first, and
 //!                           the yield's end is the next g
 //! ```
+//!
+//! How many asks pass between two readings follows how far apart the thread's waits are:
+//! readings come about [`ASKS_PER_STRETCH`] times per stretch, one in
+//! [`ROTATE_ASK_EVERY`] asks at most (see [`next_ask_every`]). A thread that waits every few
+//! hundred nanoseconds would notice a reading on every wait, and one in sixteen still
+//! sees a stretch to within a few microseconds; one whose waits are tens of microseconds
+//! apart reads on every wait. With one reading in sixteen asks for every thread, a thread
+//! whose waits were far apart kept its CPU for many stretches before it rotated, and the
+//! threads runnable behind it waited as long. A reading measures the asks since the previous
+//! one, or since the thread last gave its CPU away, whichever came later (the time away is no
+//! time between waits): a reading that finds the rotation due is often the first since the
+//! last rotation, and a count that only readings without a yield between them set stayed
+//! where it started for a thread that rotated at every reading.
 //!
 //! Monotonic time, read in user space: a thread preempted since `g` counts as having kept
 //! its CPU, and yields once more than it had to (a bare system call where nobody else wants
@@ -97,13 +110,26 @@ std::thread_local! {
     /// How long this thread may keep its CPU before its next rotating wait yields, in ns (see
     /// the module docs and [`yield_took`]).
     static STRETCH_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(ROTATE_NS) };
+    /// This thread's rotating waits read the clock one ask in this many (see
+    /// [`rotation_ask`] and [`next_ask_every`]).
+    static ASK_EVERY: core::cell::Cell<u32> = const { core::cell::Cell::new(ROTATE_ASK_EVERY) };
+    /// When (monotonic ns) an ask of this thread last read the clock, unless the thread has
+    /// given its CPU away since (0: no reading since).
+    static ASKED_AT: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
 }
 
 /// A thread's rotating waits ask [`rotation_due`], which reads the clock, one in this many
-/// only (see [`rotation_ask`]): a thread that waits every few hundred nanoseconds would notice
-/// a clock read on every wait.
+/// at most (see [`rotation_ask`]): a thread that waits every few hundred nanoseconds would
+/// notice a clock read on every wait. A thread starts here; its readings then set how many
+/// asks pass until the next (see [`next_ask_every`]).
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const ROTATE_ASK_EVERY: u32 = 16;
+
+/// How many times per stretch a thread's rotating waits read the clock, where its waits are
+/// far enough apart for that (see [`next_ask_every`]): a rotation comes at most a quarter of
+/// a stretch late, where the waits of a thread that kept its CPU lie no further apart.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const ASKS_PER_STRETCH: u64 = 4;
 
 /// A thread that has kept its CPU for longer than this since it last gave it away yields as
 /// its next rotating wait begins (the *rotation*, see the module docs); the longest stretch,
@@ -154,6 +180,13 @@ pub(crate) fn stretch_ns() -> u64 {
     STRETCH_NS.with(core::cell::Cell::get)
 }
 
+/// How many asks this thread lets pass between two readings of the clock (tests only; see
+/// [`next_ask_every`]).
+#[cfg(all(test, not(any(loom, miri))))]
+pub(crate) fn ask_every() -> u32 {
+    ASK_EVERY.with(core::cell::Cell::get)
+}
+
 /// The stretch that follows `stretch_ns` after a yield that took `took_ns`: scaled by
 /// [`ROUND_NS`] / `took_ns`, within [`ROTATE_MIN_NS`] and [`ROTATE_NS`] (see the module docs).
 #[cfg_attr(any(loom, miri), allow(dead_code))]
@@ -174,24 +207,31 @@ pub(crate) fn gave_cpu(now_ns: u64) {
     {
         let _ = GAVE_CPU_AT.try_with(|g| g.set(now_ns.max(1)));
         let _ = ROTATION_ASKS.try_with(|n| n.set(0));
+        // The time away is no time between asks: the next reading measures from here.
+        let _ = ASKED_AT.try_with(|a| a.set(0));
     }
     #[cfg(any(loom, miri))]
     let _ = now_ns;
 }
 
 /// Whether a rotating wait of this thread, beginning now, should ask [`rotation_due`]: true on
-/// every [`ROTATE_ASK_EVERY`]th call, counted from the thread's last yield or sleep, or from
-/// the last call that said yes. No clock is read. Never under loom or Miri, nor while the
-/// thread's locals are being destroyed.
+/// every `n`th call, counted from the thread's last yield or sleep, or from the last call that
+/// said yes, where `n` is what the thread's readings of the clock set (see
+/// [`next_ask_every`]; [`ROTATE_ASK_EVERY`] until its first two). No clock is read. Never
+/// under loom or Miri, nor while the thread's locals are being destroyed.
 #[inline]
 pub(crate) fn rotation_ask() -> bool {
     #[cfg(not(any(loom, miri)))]
     {
+        let every = ASK_EVERY
+            .try_with(core::cell::Cell::get)
+            .unwrap_or(ROTATE_ASK_EVERY);
         ROTATION_ASKS
             .try_with(|n| {
                 let asks = n.get() + 1;
-                n.set(asks % ROTATE_ASK_EVERY);
-                asks == ROTATE_ASK_EVERY
+                let ask = asks >= every;
+                n.set(if ask { 0 } else { asks });
+                ask
             })
             .unwrap_or(false)
     }
@@ -204,7 +244,9 @@ pub(crate) fn rotation_ask() -> bool {
 /// Whether this thread has kept its CPU, since it last gave it away, for longer than its
 /// stretch if `in_rounds` (see [`yield_took`]), else [`ROTATE_NS`] (see [`kept_too_long`]):
 /// its wait begins with a yield. Reads the monotonic clock; the first reading of a thread
-/// starts its clock. Never under loom or Miri.
+/// starts its clock. Each later reading sets how many asks pass until the next, from the
+/// asks since the previous reading or the thread's last yield or sleep, whichever came later
+/// (see [`next_ask_every`]). Never under loom or Miri.
 #[inline]
 pub(crate) fn rotation_due(in_rounds: bool) -> bool {
     #[cfg(not(any(loom, miri)))]
@@ -221,6 +263,19 @@ pub(crate) fn rotation_due(in_rounds: bool) -> bool {
         } else {
             ROTATE_NS
         };
+        // The asks since the previous reading, or since the thread last gave its CPU away
+        // (which restarts the count of asks, see the module docs).
+        let asked_at = ASKED_AT.try_with(|a| a.replace(now)).unwrap_or(0);
+        let since_at = if asked_at != 0 { asked_at } else { gave_at };
+        if since_at != 0 {
+            let _ = ASK_EVERY.try_with(|e| {
+                e.set(next_ask_every(
+                    e.get(),
+                    now.saturating_sub(since_at),
+                    stretch,
+                ));
+            });
+        }
         kept_too_long(gave_at, now, stretch)
     }
     #[cfg(any(loom, miri))]
@@ -228,6 +283,22 @@ pub(crate) fn rotation_due(in_rounds: bool) -> bool {
         let _ = in_rounds;
         false
     }
+}
+
+/// How many asks a thread lets pass until its next reading of the clock, where the last
+/// `every` took `since_ns` (since the previous reading or the thread's last yield or sleep,
+/// whichever came later) and its
+/// stretch is `stretch_ns`: scaled so that readings come [`ASKS_PER_STRETCH`] times per
+/// stretch, within 1 ..= [`ROTATE_ASK_EVERY`] (see the module docs).
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+#[inline]
+pub(crate) fn next_ask_every(every: u32, since_ns: u64, stretch_ns: u64) -> u32 {
+    let scaled = u64::from(every)
+        .saturating_mul(stretch_ns)
+        .checked_div(since_ns.saturating_mul(ASKS_PER_STRETCH))
+        .unwrap_or(u64::from(ROTATE_ASK_EVERY));
+    // At most ROTATE_ASK_EVERY, so the cast keeps the value.
+    scaled.clamp(1, u64::from(ROTATE_ASK_EVERY)) as u32
 }
 
 /// Whether a thread that last gave its CPU away at `gave_at_ns` (0: never, as far as is known)

@@ -547,36 +547,121 @@ fn a_thread_is_due_to_rotate_once_it_has_kept_its_cpu_for_longer_than_rotate_ns(
 // Neither Miri nor loom rotates.
 #[cfg(not(any(loom, miri)))]
 #[test]
-fn a_thread_reads_the_clock_for_its_rotation_once_in_rotate_ask_every_waits_and_a_yield_resets_it()
-{
-    use super::cadence::{rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
+fn a_thread_reads_the_clock_for_its_rotation_as_often_as_its_waits_lie_apart_and_a_yield_resets_the_count(
+) {
+    use super::cadence::{ask_every, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
     use super::now_ns;
     use super::spin::yield_cpu;
     std::thread::spawn(|| {
         let asks = |n: u32| (0..n).filter(|_| rotation_ask()).count();
+        // A thread starts with one reading in ROTATE_ASK_EVERY asks.
         assert_eq!(asks(ROTATE_ASK_EVERY - 1), 0);
         assert!(rotation_ask());
         // The thread's first reading starts its clock.
         assert!(!rotation_due(false), "a first reading");
+        // Waits far apart (two readings 8 ROTATE_NS apart, or more if preempted): every ask
+        // reads, and the thread is due.
         let t0 = now_ns();
-        while now_ns() - t0 <= 2 * ROTATE_NS {
+        while now_ns() - t0 <= 8 * ROTATE_NS {
             core::hint::spin_loop();
         }
-        assert!(rotation_due(false), "after keeping its CPU for 2 ROTATE_NS");
-        // A yield gives the CPU away: the asks count from it, and the clock runs from its end.
-        assert_eq!(asks(ROTATE_ASK_EVERY - 3), 0);
+        assert!(rotation_due(false), "after keeping its CPU for 8 ROTATE_NS");
+        assert_eq!(ask_every(), 1);
+        assert!(rotation_ask() && rotation_ask());
+        // A yield gives the CPU away: the asks count from it, the clock runs from its end,
+        // and the time away is no interval between readings: the first reading after it
+        // measures its one ask from the yield's end.
         let before = now_ns();
         yield_cpu();
+        assert!(rotation_ask());
         let due = rotation_due(false);
+        let since = now_ns() - before;
+        assert!(!due || since > ROTATE_NS, "due within ROTATE_NS of a yield");
+        // One ask in an eighth of a stretch (or less): at least two asks per reading next.
         assert!(
-            !due || now_ns() - before > ROTATE_NS,
-            "due within ROTATE_NS of a yield"
+            ask_every() >= 2 || since > ROTATE_NS / 8,
+            "one ask {since} ns after a yield left ask_every at {}",
+            ask_every()
         );
+        // Readings in quick succession (waits close together) go back to one in
+        // ROTATE_ASK_EVERY asks (each reading multiplies the count by up to 16; a reading
+        // that a preemption delayed multiplies it by less).
+        let quick = (0..100)
+            .take_while(|_| {
+                let _ = rotation_due(false);
+                ask_every() < ROTATE_ASK_EVERY
+            })
+            .count();
+        assert!(quick < 100, "ask_every stayed at {}", ask_every());
         assert_eq!(asks(ROTATE_ASK_EVERY - 1), 0);
         assert!(rotation_ask());
     })
     .join()
     .unwrap();
+}
+
+// Neither Miri nor loom rotates.
+#[cfg(not(any(loom, miri)))]
+#[test]
+fn a_thread_that_rotates_at_every_reading_still_learns_how_far_apart_its_waits_lie() {
+    use super::cadence::{ask_every, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
+    use super::now_ns;
+    use super::spin::yield_cpu;
+    std::thread::spawn(|| {
+        // The thread's clock starts at a yield; its asks count from there.
+        yield_cpu();
+        assert_eq!(ask_every(), ROTATE_ASK_EVERY);
+        // ROTATE_ASK_EVERY waits spread over 8 ROTATE_NS (or more, if preempted): the
+        // reading finds the rotation due, the first reading since the yield, and it still
+        // measures the asks from the yield's end.
+        let t0 = now_ns();
+        for _ in 1..ROTATE_ASK_EVERY {
+            assert!(!rotation_ask());
+        }
+        while now_ns() - t0 <= 8 * ROTATE_NS {
+            core::hint::spin_loop();
+        }
+        assert!(rotation_ask());
+        assert!(rotation_due(false), "after keeping its CPU for 8 ROTATE_NS");
+        assert_eq!(ask_every(), 1, "16 asks in 8 stretches");
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn a_threads_readings_for_its_rotation_come_asks_per_stretch_times_a_stretch_within_their_bounds() {
+    use super::cadence::{
+        next_ask_every, ASKS_PER_STRETCH, ROTATE_ASK_EVERY, ROTATE_MIN_NS, ROTATE_NS,
+    };
+    let quarter = ROTATE_NS / ASKS_PER_STRETCH;
+    // (asks between the last two readings, the time between them, the stretch, the next
+    // count of asks)
+    let cases = [
+        // Waits 400 ns apart: one reading in ROTATE_ASK_EVERY asks.
+        (ROTATE_ASK_EVERY, 16 * 400, ROTATE_NS, ROTATE_ASK_EVERY),
+        // A quarter stretch per reading already: the count stays.
+        (5, quarter, ROTATE_NS, 5),
+        (1, quarter, ROTATE_NS, 1),
+        // Twice as long: half the asks; half as long: twice as many.
+        (4, 2 * quarter, ROTATE_NS, 2),
+        (4, quarter / 2, ROTATE_NS, 8),
+        // Waits 20 us apart: every ask reads; a shorter stretch reads more often.
+        (ROTATE_ASK_EVERY, 16 * 20_000, ROTATE_NS, 1),
+        (4, 4 * 5_000, ROTATE_NS, 5),
+        (4, 4 * 5_000, ROTATE_MIN_NS, 1),
+        // No time between them, or all the time there is: the bounds.
+        (ROTATE_ASK_EVERY, 0, ROTATE_NS, ROTATE_ASK_EVERY),
+        (ROTATE_ASK_EVERY, u64::MAX, ROTATE_NS, 1),
+        (u32::MAX, 1, u64::MAX, ROTATE_ASK_EVERY),
+    ];
+    for (every, since, stretch, want) in cases {
+        assert_eq!(
+            next_ask_every(every, since, stretch),
+            want,
+            "{every} asks in {since} ns, stretch {stretch}"
+        );
+    }
 }
 
 #[cfg(not(any(loom, miri)))]
@@ -615,7 +700,9 @@ fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_d
 #[cfg(not(any(loom, miri)))]
 #[test]
 fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_policy() {
-    use super::cadence::{gave_cpu, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
+    use super::cadence::{
+        ask_every, gave_cpu, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS,
+    };
     use super::now_ns;
     std::thread::spawn(|| {
         let e = SpinEstimate::new();
@@ -623,7 +710,7 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
         // ask is the one that reads the clock.
         let due = || {
             gave_cpu(1);
-            for _ in 1..ROTATE_ASK_EVERY {
+            for _ in 1..ask_every() {
                 assert!(!rotation_ask());
             }
         };
@@ -666,8 +753,8 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
         let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), YIELDS);
         assert!(rotation_due(false), "a dozer rotated");
-        // Through `rotating`, as the mutex makes its waiters: one wait in ROTATE_ASK_EVERY
-        // asks, and the thread is due only until its rotation yield.
+        // Through `rotating`, as the mutex makes its waiters: some waits ask, and the thread
+        // is due only until its rotation yield.
         gave_cpu(1);
         let rotated = (0..2 * ROTATE_ASK_EVERY)
             .filter(|_| {

@@ -153,13 +153,16 @@
 //!   it took, and the thread's stretch scales so that a round lasts about `cadence::ROUND_NS`
 //!   (never shorter than `cadence::ROTATE_MIN_NS`). The mutex keeps the fixed stretch:
 //!   rotating more often cost its lock-bound cells the switches (the bench's `mutex-short`
-//!   and `log-append`), and did not shorten its waiters' yields where threads per CPU are
-//!   many (`mutex-long`, where a thread takes the lock several times per turn). Its
-//!   starvation bound does not bound those either: a waiter looks at it only when a yield
-//!   returns, and one yield there can outlast the mark many times. Nothing rotates where the thread
-//!   waits seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it dozes, and
-//!   the lock's flow there is one CPU's threads (see above). Readers of a `BiasedRwLock` that
-//!   take their slots never wait, and so never rotate.
+//!   and `log-append`). Its starvation bound does not bound its waiters' yields: a waiter
+//!   looks at the mark only when a yield returns, and where threads per CPU are many one
+//!   yield can outlast the mark many times; what keeps a yield short there is that the
+//!   threads ahead of it rotate on time. So a thread's clock is read by time, not by count:
+//!   a few times per stretch, however far apart its waits lie (see `cadence`); where each of
+//!   its waits came tens of microseconds after the last (`mutex-long`), one reading in
+//!   sixteen waits let it keep its CPU for several stretches. Nothing rotates where the
+//!   thread waits seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it
+//!   dozes, and the lock's flow there is one CPU's threads (see above). Readers of a
+//!   `BiasedRwLock` that take their slots never wait, and so never rotate.
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took. A yielding
 //!   waiter's spin whose budget the probe yield's cap ended teaches nothing: the cap, not the
@@ -494,10 +497,11 @@ impl<'a> Waiter<'a> {
     }
 
     /// [`rotating`](Self::rotating), or [`rotating_in_rounds`](Self::rotating_in_rounds) if
-    /// `in_rounds`, under `policy`: only `Adaptive` rotates. One wait in
-    /// `cadence::ROTATE_ASK_EVERY` asks whether it is due (never under loom, whose models
-    /// explore the yields). Not a yielding waiter whose lock's waits keep spinning in vain: it
-    /// dozes instead, and the lock's flow is one CPU's threads (see the module docs).
+    /// `in_rounds`, under `policy`: only `Adaptive` rotates. Some waits ask whether it is due
+    /// (see `cadence::rotation_ask`: a few per stretch, one in `cadence::ROTATE_ASK_EVERY` at
+    /// most; never under loom, whose models explore the yields). Not a yielding waiter whose
+    /// lock's waits keep spinning in vain: it dozes instead, and the lock's flow is one CPU's
+    /// threads (see the module docs).
     #[inline]
     pub(crate) fn rotating_under(
         mut self,
@@ -551,8 +555,8 @@ impl<'a> Waiter<'a> {
     /// `cadence::ROTATE_NS` (its scaled stretch, if `in_rounds`) since it last gave the CPU
     /// away (see `cadence::rotation_due`) and does not wait seldom. A yielding waiter's
     /// rotation is one of its yields and stands for its probe yield: it tells the same thing,
-    /// whether other threads want this CPU. Out of line: one wait in
-    /// `cadence::ROTATE_ASK_EVERY` comes here.
+    /// whether other threads want this CPU. Out of line: where a thread's waits lie close
+    /// together, one in `cadence::ROTATE_ASK_EVERY` comes here.
     #[cold]
     #[inline(never)]
     fn rotate(&mut self, in_rounds: bool) {
