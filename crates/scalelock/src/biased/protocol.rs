@@ -150,7 +150,7 @@ use super::payoff::{self, ewma, MAX_READS_SAMPLE, MAX_SHARE_SAMPLE, READS_SHIFT,
 use super::table::{self, SLOTS};
 use crate::rwlock::RawRwLock;
 use crate::sync::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use crate::wait::{futex, now_ns, Deadline, SpinEstimate, Subject, Waiter};
+use crate::wait::{futex, now_ns, rotate_outside_wait, Deadline, SpinEstimate, Subject, Waiter};
 
 /// Slots a reader tries in its row before it takes the slow path.
 const PROBES: usize = if cfg!(loom) { 2 } else { 4 };
@@ -703,7 +703,13 @@ impl RawBiasedRwLock {
     #[inline]
     pub fn lock_exclusive(&self) {
         // With the bias off (writes are frequent) this is the plain lock's write path plus one
-        // load; with it on, a writer that must wait stops new deferred readers first.
+        // load; with it on, a writer that must wait stops new deferred readers first. Before
+        // that, the writer's thread rotates if it has kept its CPU too long: deferred readers
+        // never wait, so a thread's writes are where it can give its CPU away (see
+        // `wait::rotate_outside_wait`).
+        if self.rbias.load(Ordering::Relaxed) != OFF {
+            rotate_outside_wait();
+        }
         let taken = self.rbias.load(Ordering::Relaxed) != OFF && self.lock.try_lock_exclusive();
         if !taken {
             self.stop_deferring();
@@ -751,6 +757,10 @@ impl RawBiasedRwLock {
     /// Takes the write lock, giving up at `deadline`.
     #[inline]
     pub fn try_lock_exclusive_until(&self, deadline: &Deadline) -> bool {
+        // As `lock_exclusive`, a writer that may wait rotates first.
+        if self.rbias.load(Ordering::Relaxed) != OFF {
+            rotate_outside_wait();
+        }
         if !self.lock.try_lock_exclusive() {
             self.stop_deferring();
             if !self.lock.try_lock_exclusive_until(deadline) {

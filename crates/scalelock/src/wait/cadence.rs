@@ -180,6 +180,13 @@ pub(crate) fn stretch_ns() -> u64 {
     STRETCH_NS.with(core::cell::Cell::get)
 }
 
+/// The waits this thread began since its CPU clock was last read (tests only; see
+/// [`wait_begins`]).
+#[cfg(all(test, not(any(loom, miri))))]
+pub(crate) fn waits_begun() -> u32 {
+    BEGUN.with(core::cell::Cell::get)
+}
+
 /// How many asks this thread lets pass between two readings of the clock (tests only; see
 /// [`next_ask_every`]).
 #[cfg(all(test, not(any(loom, miri))))]

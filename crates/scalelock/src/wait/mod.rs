@@ -45,7 +45,7 @@ pub use spin::{
 };
 #[cfg(test)]
 pub(crate) use waiter::DECLINES;
-pub(crate) use waiter::{Subject, Waiter};
+pub(crate) use waiter::{rotate_outside_wait, Subject, Waiter};
 
 #[cfg(test)]
 mod tests;

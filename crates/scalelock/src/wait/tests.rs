@@ -629,6 +629,53 @@ fn a_thread_that_rotates_at_every_reading_still_learns_how_far_apart_its_waits_l
     .unwrap();
 }
 
+// Neither Miri nor loom rotates.
+#[cfg(not(any(loom, miri)))]
+#[test]
+fn a_rotation_outside_a_wait_yields_where_due_under_the_adaptive_policy_and_begins_no_wait() {
+    use super::cadence::{ask_every, gave_cpu, rotation_ask, rotation_due, stretch_ns, waits_begun};
+    use super::now_ns;
+    use super::waiter::rotate_outside_wait_under;
+    std::thread::spawn(|| {
+        // The thread last gave its CPU away at the clock's start (it is due, whatever its
+        // stretch), and the next ask is the one that reads the clock.
+        let due = || {
+            gave_cpu(1);
+            for _ in 1..ask_every() {
+                assert!(!rotation_ask());
+            }
+        };
+        // Nothing rotates under other policies: the thread stays due.
+        for policy in [
+            SpinPolicy::Never,
+            SpinPolicy::Fixed(500),
+            SpinPolicy::Always,
+        ] {
+            due();
+            rotate_outside_wait_under(policy);
+            assert!(rotation_due(true), "{policy:?}");
+        }
+        // Under Adaptive it yields: the thread is not due again for a stretch.
+        due();
+        let before = now_ns();
+        rotate_outside_wait_under(SpinPolicy::Adaptive);
+        let begun = waits_begun();
+        for _ in 0..64 {
+            rotate_outside_wait_under(SpinPolicy::Adaptive);
+        }
+        let after = waits_begun();
+        let due = rotation_due(true);
+        if now_ns() - before <= stretch_ns() {
+            assert!(!due, "no rotation yield");
+            // Asks that find the thread not due read no CPU clock, which alone resets the
+            // count: any wait begun would show.
+            assert_eq!(after, begun, "a rotation outside a wait began a wait");
+        }
+    })
+    .join()
+    .unwrap();
+}
+
 #[test]
 fn a_threads_readings_for_its_rotation_come_asks_per_stretch_times_a_stretch_within_their_bounds() {
     use super::cadence::{

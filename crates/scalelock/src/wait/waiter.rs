@@ -162,7 +162,8 @@
 //!   sixteen waits let it keep its CPU for several stretches. Nothing rotates where the
 //!   thread waits seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it
 //!   dozes, and the lock's flow there is one CPU's threads (see above). Readers of a
-//!   `BiasedRwLock` that take their slots never wait, and so never rotate.
+//!   `BiasedRwLock` that take their slots never wait, and so never rotate; their threads
+//!   rotate at their writes instead, which begin no wait (see [`rotate_outside_wait`]).
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took. A yielding
 //!   waiter's spin whose budget the probe yield's cap ended teaches nothing: the cap, not the
@@ -330,6 +331,42 @@ pub(crate) struct Waiter<'a> {
     watch: bool,
     subject: Subject<'a>,
     rec: stats::Recorder,
+}
+
+/// The rotation (see the module docs) for a thread that is not waiting but is about to do
+/// something that may keep the lock's other threads waiting: a `BiasedRwLock` writer about to
+/// revoke the bias. Readers that take their slots never wait, so their threads never rotate,
+/// and each keeps its CPU for whole time slices while the threads behind it on that CPU wait
+/// their turns; their writes are where they can give the CPU away. As a wait that rotates in
+/// rounds would: under `SpinPolicy::Adaptive`, where this thread's ask says to read the clock
+/// (see `cadence::rotation_ask`), it has kept its CPU for longer than its stretch, and it does
+/// not wait seldom, it yields. It begins no wait (`cadence::wait_begins`): a thread that
+/// begins more waits is taken to wait more often, and counted as waits, these rotations made
+/// the writes of a thread that seldom waits look like frequent waits (its real waits then
+/// yield rather than sleep; the bench's `read-mostly` lost throughput so). Never under loom
+/// or Miri, whose threads never ask.
+#[inline]
+pub(crate) fn rotate_outside_wait() {
+    rotate_outside_wait_under(super::spin_policy());
+}
+
+/// [`rotate_outside_wait`], under `policy`: only `Adaptive` rotates.
+#[inline]
+pub(crate) fn rotate_outside_wait_under(policy: super::SpinPolicy) {
+    if policy == super::SpinPolicy::Adaptive && cadence::rotation_ask() {
+        rotate_now();
+    }
+}
+
+/// The clock-reading part of [`rotate_outside_wait`]; out of line, as `Waiter::rotate`.
+#[cold]
+#[inline(never)]
+fn rotate_now() {
+    if cadence::rotation_due(true) && !cadence::waits_seldom() {
+        let t0 = now_ns();
+        let back = yield_cpu();
+        cadence::yield_took(back.saturating_sub(t0));
+    }
 }
 
 impl<'a> Waiter<'a> {
