@@ -54,9 +54,9 @@
 //! the CPU). The first ask of a thread starts its clock.
 //!
 //! How long a thread may keep its CPU before a rotating wait yields, its *stretch*, follows
-//! the rounds its yields measure. A yield returns once the threads runnable
-//! ahead of it on its CPU have had their turns, so its length is a round: the number of those
-//! threads times their stretches. Each yield of a wait tells this module how long it took (see
+//! the rounds its yields measure. A yield returns once the threads runnable ahead of it on
+//! its CPU have had their turns, so its length is a round: the number of those threads times
+//! their stretches. Each yield of a wait tells this module how long it took (see
 //! [`yield_took`]), and the thread's next stretch is scaled so that a round of threads that
 //! keep the same stretch lasts [`ROUND_NS`], within [`ROTATE_MIN_NS`] and [`ROTATE_NS`]:
 //!
@@ -248,10 +248,11 @@ pub(crate) fn rotation_ask() -> bool {
 }
 
 /// Whether this thread has kept its CPU, since it last gave it away, for longer than its
-/// stretch (see [`yield_took`] and [`kept_too_long`]): its wait begins with a yield. Reads the monotonic clock; the first reading of a thread
-/// starts its clock. Each later reading sets how many asks pass until the next, from the
-/// asks since the previous reading or the thread's last yield or sleep, whichever came later
-/// (see [`next_ask_every`]). Never under loom or Miri.
+/// stretch (see [`yield_took`] and [`kept_too_long`]): its wait begins with a yield. Reads
+/// the monotonic clock; the first reading of a thread starts its clock. Each later reading
+/// sets how many asks pass until the next, from the asks since the previous reading or the
+/// thread's last yield or sleep, whichever came later (see [`next_ask_every`]). Never under
+/// loom or Miri.
 #[inline]
 pub(crate) fn rotation_due() -> bool {
     #[cfg(not(any(loom, miri)))]
@@ -287,9 +288,9 @@ pub(crate) fn rotation_due() -> bool {
 
 /// How many asks a thread lets pass until its next reading of the clock, where the last
 /// `every` took `since_ns` (since the previous reading or the thread's last yield or sleep,
-/// whichever came later) and its
-/// stretch is `stretch_ns`: scaled so that readings come [`ASKS_PER_STRETCH`] times per
-/// stretch, within 1 ..= [`ROTATE_ASK_EVERY`] (see the module docs).
+/// whichever came later) and its stretch is `stretch_ns`: scaled so that readings come
+/// [`ASKS_PER_STRETCH`] times per stretch, within 1 ..= [`ROTATE_ASK_EVERY`] (see the module
+/// docs).
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 #[inline]
 pub(crate) fn next_ask_every(every: u32, since_ns: u64, stretch_ns: u64) -> u32 {

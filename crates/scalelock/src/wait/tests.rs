@@ -547,8 +547,7 @@ fn a_thread_is_due_to_rotate_once_it_has_kept_its_cpu_for_longer_than_rotate_ns(
 // Neither Miri nor loom rotates.
 #[cfg(not(any(loom, miri)))]
 #[test]
-fn a_thread_reads_the_clock_for_its_rotation_as_often_as_its_waits_lie_apart_and_a_yield_resets_the_count(
-) {
+fn a_threads_readings_for_its_rotation_follow_how_far_apart_its_waits_lie() {
     use super::cadence::{ask_every, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
     use super::now_ns;
     use super::spin::yield_cpu;

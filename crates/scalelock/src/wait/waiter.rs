@@ -525,11 +525,11 @@ impl<'a> Waiter<'a> {
         self.rotating_under(super::spin_policy())
     }
 
-    /// [`rotating`](Self::rotating), under `policy`: only `Adaptive` rotates. Some waits ask whether it is due
-    /// (see `cadence::rotation_ask`: a few per stretch, one in `cadence::ROTATE_ASK_EVERY` at
-    /// most; never under loom, whose models explore the yields). Not a yielding waiter whose
-    /// lock's waits keep spinning in vain: it dozes instead, and the lock's flow is one CPU's
-    /// threads (see the module docs).
+    /// [`rotating`](Self::rotating), under `policy`: only `Adaptive` rotates. Some waits ask
+    /// whether it is due (see `cadence::rotation_ask`: a few per stretch, one in
+    /// `cadence::ROTATE_ASK_EVERY` at most; never under loom, whose models explore the
+    /// yields). Not a yielding waiter whose lock's waits keep spinning in vain: it dozes
+    /// instead, and the lock's flow is one CPU's threads (see the module docs).
     #[inline]
     pub(crate) fn rotating_under(mut self, policy: super::SpinPolicy) -> Waiter<'a> {
         if policy == super::SpinPolicy::Adaptive
