@@ -47,9 +47,9 @@
 //! each of which may wait milliseconds for a CPU on a loaded machine while `DRAIN` keeps
 //! readers out behind it; a yielding one runs again within a scheduler's turn and takes the
 //! lock when its holder has left. A yield changes nothing in the state word. Readers' and
-//! writers' waits rotate (see `Waiter::rotating`): a thread that has kept its CPU for longer
-//! than its stretch begins its wait with a yield, and the stretch shrinks where the threads
-//! per CPU make rounds long, since no hand-off bounds a wait here.
+//! writers' waits rotate in rounds (see `Waiter::rotating_in_rounds`): a thread that has kept
+//! its CPU for longer than its stretch begins its wait with a yield, and the stretch shrinks
+//! where the threads per CPU make rounds long, since no hand-off bounds a wait here.
 //!
 //! **One woken writer at a time.** A writer's release that wakes a writer marks it
 //! `WRITER_WOKEN`; until that writer runs and takes the lock (or finds it held and sleeps again),
@@ -629,8 +629,8 @@ impl RawRwLock {
         // Polling (short steps): while it spins a reader only loads the word, and tries its
         // compare-exchange only when the word says it may enter; a writer looping on the lock
         // leaves it free for moments that a backed-off reader would miss.
-        let mut w =
-            Waiter::polling(&self.spin, deadline, Subject::Lock(self.stats_key())).rotating();
+        let mut w = Waiter::polling(&self.spin, deadline, Subject::Lock(self.stats_key()))
+            .rotating_in_rounds();
         // The turn counter when this thread first parked; once a writer has released the lock
         // to parked readers since then (the counter moved), this thread is `entitled`: it may
         // enter past waiting writers. Each acquisition is entitled at most once per write phase,
@@ -708,7 +708,7 @@ impl RawRwLock {
         // DRAIN_SPIN_NS).
         let mut w = Waiter::new(&self.spin, deadline, Subject::Lock(self.stats_key()))
             .grace(DRAIN_SPIN_NS)
-            .rotating();
+            .rotating_in_rounds();
         // Whether this thread has set WRITERS_WAITING (and so may have been woken for others).
         let mut waited = false;
         // Whether a wake-up has ended this thread's sleep: it may be the writer WRITER_WOKEN

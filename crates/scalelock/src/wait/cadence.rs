@@ -24,15 +24,15 @@
 //!
 //! It also keeps when this thread last gave its CPU away (a yield or a futex sleep ended,
 //! whoever made it), which a rotating waiter (see `Waiter::rotating`) asks as its wait
-//! begins: a thread that has kept its CPU for longer than its *stretch* (at most
-//! [`ROTATE_NS`], see below) since begins its wait with a yield, the *rotation* (see the
-//! waiter's docs), so that the threads runnable behind it on its CPU get a turn.
+//! begins: a thread that has kept its CPU for longer than [`ROTATE_NS`] since begins its wait
+//! with a yield, the *rotation* (see the waiter's docs), so that the threads runnable behind
+//! it on its CPU get a turn.
 //!
 //! ```text
 //!  monotonic time ->        g: it gave the CPU away (a yield, a sleep);  a: a wait asks
 //!                           (some read the clock, see below);  ====: on its CPU
-//!  not due:  g==a==a==a     read less than a stretch after g: no yield
-//!  due:      g===========A  read more than a stretch after g: the wait yields first, and
+//!  not due:  g==a==a==a     read less than ROTATE_NS after g: no yield
+//!  due:      g===========A  read more than ROTATE_NS after g: the wait yields first, and
 //!                           the yield's end is the next g
 //! ```
 //!
@@ -53,10 +53,11 @@
 //! its CPU, and yields once more than it had to (a bare system call where nobody else wants
 //! the CPU). The first ask of a thread starts its clock.
 //!
-//! How long a thread may keep its CPU before a rotating wait yields, its *stretch*, follows
-//! the rounds its yields measure. A yield returns once the threads runnable ahead of it on
-//! its CPU have had their turns, so its length is a round: the number of those threads times
-//! their stretches. Each yield of a wait tells this module how long it took (see
+//! How long a thread may keep its CPU before a wait that rotates *in rounds* (the rwlock's,
+//! see `Waiter::rotating_in_rounds`) yields, its *stretch*, follows the rounds its yields
+//! measure; other rotating waits keep [`ROTATE_NS`]. A yield returns once the threads runnable
+//! ahead of it on its CPU have had their turns, so its length is a round: the number of those
+//! threads times their stretches. Each yield of a wait tells this module how long it took (see
 //! [`yield_took`]), and the thread's next stretch is scaled so that a round of threads that
 //! keep the same stretch lasts [`ROUND_NS`], within [`ROTATE_MIN_NS`] and [`ROTATE_NS`]:
 //!
@@ -248,13 +249,13 @@ pub(crate) fn rotation_ask() -> bool {
 }
 
 /// Whether this thread has kept its CPU, since it last gave it away, for longer than its
-/// stretch (see [`yield_took`] and [`kept_too_long`]): its wait begins with a yield. Reads
-/// the monotonic clock; the first reading of a thread starts its clock. Each later reading
-/// sets how many asks pass until the next, from the asks since the previous reading or the
-/// thread's last yield or sleep, whichever came later (see [`next_ask_every`]). Never under
-/// loom or Miri.
+/// stretch if `in_rounds` (see [`yield_took`]), else [`ROTATE_NS`] (see [`kept_too_long`]):
+/// its wait begins with a yield. Reads the monotonic clock; the first reading of a thread
+/// starts its clock. Each later reading sets how many asks pass until the next, from the
+/// asks since the previous reading or the thread's last yield or sleep, whichever came later
+/// (see [`next_ask_every`]). Never under loom or Miri.
 #[inline]
-pub(crate) fn rotation_due() -> bool {
+pub(crate) fn rotation_due(in_rounds: bool) -> bool {
     #[cfg(not(any(loom, miri)))]
     {
         let now = super::now_ns();
@@ -262,9 +263,13 @@ pub(crate) fn rotation_due() -> bool {
         if gave_at == 0 {
             gave_cpu(now);
         }
-        let stretch = STRETCH_NS
-            .try_with(core::cell::Cell::get)
-            .unwrap_or(ROTATE_NS);
+        let stretch = if in_rounds {
+            STRETCH_NS
+                .try_with(core::cell::Cell::get)
+                .unwrap_or(ROTATE_NS)
+        } else {
+            ROTATE_NS
+        };
         // The asks since the previous reading, or since the thread last gave its CPU away
         // (which restarts the count of asks, see the module docs).
         let asked_at = ASKED_AT.try_with(|a| a.replace(now)).unwrap_or(0);
@@ -282,6 +287,7 @@ pub(crate) fn rotation_due() -> bool {
     }
     #[cfg(any(loom, miri))]
     {
+        let _ = in_rounds;
         false
     }
 }

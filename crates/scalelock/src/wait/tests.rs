@@ -557,14 +557,14 @@ fn a_threads_readings_for_its_rotation_follow_how_far_apart_its_waits_lie() {
         assert_eq!(asks(ROTATE_ASK_EVERY - 1), 0);
         assert!(rotation_ask());
         // The thread's first reading starts its clock.
-        assert!(!rotation_due(), "a first reading");
+        assert!(!rotation_due(false), "a first reading");
         // Waits far apart (two readings 8 ROTATE_NS apart, or more if preempted): every ask
         // reads, and the thread is due.
         let t0 = now_ns();
         while now_ns() - t0 <= 8 * ROTATE_NS {
             core::hint::spin_loop();
         }
-        assert!(rotation_due(), "after keeping its CPU for 8 ROTATE_NS");
+        assert!(rotation_due(false), "after keeping its CPU for 8 ROTATE_NS");
         assert_eq!(ask_every(), 1);
         assert!(rotation_ask() && rotation_ask());
         // A yield gives the CPU away: the asks count from it, the clock runs from its end,
@@ -573,7 +573,7 @@ fn a_threads_readings_for_its_rotation_follow_how_far_apart_its_waits_lie() {
         let before = now_ns();
         yield_cpu();
         assert!(rotation_ask());
-        let due = rotation_due();
+        let due = rotation_due(false);
         let since = now_ns() - before;
         assert!(!due || since > ROTATE_NS, "due within ROTATE_NS of a yield");
         // One ask in an eighth of a stretch (or less): at least two asks per reading next.
@@ -587,7 +587,7 @@ fn a_threads_readings_for_its_rotation_follow_how_far_apart_its_waits_lie() {
         // that a preemption delayed multiplies it by less).
         let quick = (0..100)
             .take_while(|_| {
-                let _ = rotation_due();
+                let _ = rotation_due(false);
                 ask_every() < ROTATE_ASK_EVERY
             })
             .count();
@@ -621,7 +621,7 @@ fn a_thread_that_rotates_at_every_reading_still_learns_how_far_apart_its_waits_l
             core::hint::spin_loop();
         }
         assert!(rotation_ask());
-        assert!(rotation_due(), "after keeping its CPU for 8 ROTATE_NS");
+        assert!(rotation_due(false), "after keeping its CPU for 8 ROTATE_NS");
         assert_eq!(ask_every(), 1, "16 asks in 8 stretches");
     })
     .join()
@@ -654,7 +654,7 @@ fn a_rotation_outside_a_wait_yields_where_due_under_the_adaptive_policy_and_begi
         ] {
             due();
             rotate_outside_wait_under(policy);
-            assert!(rotation_due(), "{policy:?}");
+            assert!(rotation_due(true), "{policy:?}");
         }
         // Under Adaptive it yields: the thread is not due again for a stretch.
         due();
@@ -665,7 +665,7 @@ fn a_rotation_outside_a_wait_yields_where_due_under_the_adaptive_policy_and_begi
             rotate_outside_wait_under(SpinPolicy::Adaptive);
         }
         let after = waits_begun();
-        let due = rotation_due();
+        let due = rotation_due(true);
         if now_ns() - before <= stretch_ns() {
             assert!(!due, "no rotation yield");
             // Asks that find the thread not due read no CPU clock, which alone resets the
@@ -721,13 +721,13 @@ fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_d
         let word = AtomicU32::new(0);
         // Long ago: the thread is due to rotate.
         gave_cpu(1);
-        assert!(rotation_due());
+        assert!(rotation_due(false));
         // The word does not hold the value expected: no sleep, nothing given away.
         assert_eq!(
             futex::wait_outcome(&word, 1, None),
             futex::WaitOutcome::NotWoken
         );
-        assert!(rotation_due(), "a wait that never slept");
+        assert!(rotation_due(false), "a wait that never slept");
         // A sleep that its deadline ends (as a condvar's timed wait, which no Waiter sees).
         let before = now_ns();
         let nap = Deadline::after(Duration::from_micros(10));
@@ -735,7 +735,7 @@ fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_d
             futex::wait_outcome(&word, 0, Some(&nap)),
             futex::WaitOutcome::TimedOut
         );
-        let due = rotation_due();
+        let due = rotation_due(false);
         assert!(
             !due || now_ns() - before > ROTATE_NS,
             "due within ROTATE_NS of a sleep"
@@ -749,8 +749,7 @@ fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_d
 #[test]
 fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_policy() {
     use super::cadence::{
-        ask_every, gave_cpu, rotation_ask, rotation_due, stretch_ns, ROTATE_ASK_EVERY,
-        ROTATE_MIN_NS,
+        ask_every, gave_cpu, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS,
     };
     use super::now_ns;
     std::thread::spawn(|| {
@@ -764,18 +763,18 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
             }
         };
         // No yield since `before`, or ROTATE_NS passed since: still due.
-        let rotated_since = |before: u64| !rotation_due() || now_ns() - before > stretch_ns();
+        let rotated_since = |before: u64| !rotation_due(false) || now_ns() - before > ROTATE_NS;
         let adaptive = SpinPolicy::Adaptive;
         // A yielding waiter (the mutex's): the rotation is one of its yields.
         due();
-        let w = Waiter::under(adaptive, &e, None).rotating_under(adaptive);
+        let w = Waiter::under(adaptive, &e, None).rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), YIELDS - 1, "the rotation yield");
         // A waiter that does not yield (the rwlock's) rotates with a yield of its own.
         due();
         let before = now_ns();
         let w = Waiter::under(adaptive, &e, None)
             .not_yielding()
-            .rotating_under(adaptive);
+            .rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), 0);
         assert!(rotated_since(before), "no rotation yield");
         // Nothing rotates under other policies, where the thread waits seldom, or where the
@@ -786,28 +785,25 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
             SpinPolicy::Always,
         ] {
             due();
-            let _ = Waiter::under(policy, &e, None).rotating_under(policy);
-            assert!(rotation_due(), "{policy:?}");
+            let _ = Waiter::under(policy, &e, None).rotating_under(policy, false);
+            assert!(rotation_due(false), "{policy:?}");
         }
         due();
         let _ = Waiter::under(adaptive, &e, None)
             .thread_waits_seldom(true)
-            .rotating_under(adaptive);
-        assert!(rotation_due(), "a seldom waiter rotated");
+            .rotating_under(adaptive, false);
+        assert!(rotation_due(false), "a seldom waiter rotated");
         let futile = SpinEstimate::new();
         for _ in 0..FUTILE_WAITS_DOZE {
             futile.record(false, 0);
         }
         due();
-        let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive);
+        let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), YIELDS);
-        assert!(rotation_due(), "a dozer rotated");
+        assert!(rotation_due(false), "a dozer rotated");
         // Through `rotating`, as the mutex makes its waiters: some waits ask, and the thread
         // is due only until its rotation yield.
-        // (A yield that took long shortens the stretch, down to ROTATE_MIN_NS: a second
-        // rotation is due only once that much has passed.)
         gave_cpu(1);
-        let t0 = now_ns();
         let rotated = (0..2 * ROTATE_ASK_EVERY)
             .filter(|_| {
                 let w = Waiter::polling(&e, None, super::waiter::Subject::Nobody)
@@ -816,14 +812,10 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
                 w.yields_left() + 1 == YIELDS
             })
             .count();
-        if super::spin_policy() == SpinPolicy::Adaptive {
-            assert!(
-                rotated == 1 || (rotated > 1 && now_ns() - t0 > ROTATE_MIN_NS),
-                "{rotated} rotations"
-            );
-        } else {
-            assert_eq!(rotated, 0);
-        }
+        assert_eq!(
+            rotated,
+            usize::from(super::spin_policy() == SpinPolicy::Adaptive)
+        );
     })
     .join()
     .unwrap();
@@ -857,10 +849,10 @@ fn a_threads_stretch_scales_to_a_round_of_round_ns_within_its_bounds() {
 // Neither Miri nor loom rotates.
 #[cfg(not(any(loom, miri)))]
 #[test]
-fn a_long_round_shortens_a_threads_stretch_and_a_waiters_yield_tells_it() {
+fn a_long_round_shortens_the_stretch_of_waits_in_rounds_only_and_a_waiters_yield_tells_it() {
     use super::cadence::{
-        ask_every, gave_cpu, rotation_ask, rotation_due, stretch_ns, yield_took, ROTATE_MIN_NS,
-        ROTATE_NS, ROUND_NS,
+        gave_cpu, rotation_ask, rotation_due, stretch_ns, yield_took, ROTATE_ASK_EVERY,
+        ROTATE_MIN_NS, ROTATE_NS, ROUND_NS,
     };
     use super::now_ns;
     std::thread::spawn(|| {
@@ -871,37 +863,49 @@ fn a_long_round_shortens_a_threads_stretch_and_a_waiters_yield_tells_it() {
         );
         yield_took(100 * ROUND_NS);
         assert_eq!(stretch_ns(), ROTATE_MIN_NS);
-        // Kept the CPU for twice the shortest stretch: due.
+        // Kept the CPU for twice the shortest stretch: due in rounds; the fixed stretch is
+        // not up (unless the thread was preempted past it).
         let t0 = now_ns();
         gave_cpu(t0);
         while now_ns() - t0 <= 2 * ROTATE_MIN_NS {
             core::hint::spin_loop();
         }
-        assert!(rotation_due(), "past the shortest stretch");
-        // A yield that ran nobody: the longest stretch again, not up yet (unless the thread
-        // was preempted past it).
+        assert!(rotation_due(true), "in rounds, past the shortest stretch");
+        assert!(!rotation_due(false) || now_ns() - t0 > ROTATE_NS);
+        // A yield that ran nobody: the longest stretch again.
         yield_took(0);
-        assert_eq!(stretch_ns(), ROTATE_NS);
-        assert!(!rotation_due() || now_ns() - t0 > ROTATE_NS);
-        // Through a waiter, on its rotation ask: past the shortest stretch after a long
-        // round, it yields.
+        assert!(!rotation_due(true) || now_ns() - t0 > ROTATE_NS);
+        // Through a waiter, on its rotation ask: one rotating with the fixed stretch does not
+        // yield yet, one rotating in rounds does (unless the thread was preempted past
+        // ROTATE_NS, when both may).
         let e = SpinEstimate::new();
+        let asks_until_the_next_reads = || {
+            for _ in 1..ROTATE_ASK_EVERY {
+                assert!(!rotation_ask());
+            }
+        };
         yield_took(100 * ROUND_NS);
         let t0 = now_ns();
         gave_cpu(t0);
         while now_ns() - t0 <= 2 * ROTATE_MIN_NS {
             core::hint::spin_loop();
         }
-        for _ in 1..ask_every() {
-            assert!(!rotation_ask());
-        }
+        asks_until_the_next_reads();
+        let _ = Waiter::under(SpinPolicy::Adaptive, &e, None)
+            .not_yielding()
+            .rotating_under(SpinPolicy::Adaptive, false);
+        assert!(
+            rotation_due(true) || now_ns() - t0 > ROTATE_NS,
+            "a fixed-stretch waiter rotated"
+        );
+        asks_until_the_next_reads();
         let before = now_ns();
         let _ = Waiter::under(SpinPolicy::Adaptive, &e, None)
             .not_yielding()
-            .rotating_under(SpinPolicy::Adaptive);
+            .rotating_under(SpinPolicy::Adaptive, true);
         assert!(
-            !rotation_due() || now_ns() - before > ROTATE_MIN_NS,
-            "a waiter past its stretch did not rotate"
+            !rotation_due(true) || now_ns() - before > ROTATE_MIN_NS,
+            "a waiter in rounds did not rotate"
         );
         // A waiter's yields tell their length: one that took less than ROUND_NS lengthens
         // the shortest stretch.

@@ -141,25 +141,27 @@
 //!   threads ahead of it, and the longest a thread goes without the lock grows with the
 //!   number of threads per CPU times a slice. So a waiter made [`rotating`](Waiter::rotating)
 //!   (the mutex's, and the rwlock's readers and writers) whose thread has kept its CPU for
-//!   longer than its *stretch* since it last gave the CPU away (a yield or a sleep, a
-//!   condvar's too) begins its wait with a yield, the *rotation* (see `cadence`): the
+//!   longer than `cadence::ROTATE_NS` since it last gave the CPU away (a yield or a sleep,
+//!   a condvar's too) begins its wait with a yield, the *rotation* (see `cadence`): the
 //!   threads behind it get a turn about that often, and the lock goes round them. A
 //!   yielding waiter's rotation is one of its yields and stands for its probe yield, which
 //!   tells the same thing (whether other threads want this CPU). A yield's length is a round
 //!   of the threads runnable ahead of it, each keeping the CPU for its stretch, so a fixed
-//!   stretch made rounds grow with the threads per CPU: each yield of a wait tells `cadence`
-//!   how long it took, and the thread's stretch (at most `cadence::ROTATE_NS`) scales so
-//!   that a round lasts about `cadence::ROUND_NS` (never shorter than
-//!   `cadence::ROTATE_MIN_NS`). The mutex's starvation bound does not bound its waiters'
-//!   yields: a waiter looks at the mark only when a yield returns, and where threads per CPU
-//!   are many one yield can outlast the mark many times; what keeps a yield short there is
-//!   that the threads ahead of it rotate on time, and so the mutex's waits rotate in rounds
-//!   as the rwlock's do (with the fixed stretch, its longest stall at the bench's
-//!   `mutex-short` and `log-append` with 32 and 128 threads was up to twice the lowest other
-//!   lock's). A thread's clock is read by time, not by count: a few times per stretch,
-//!   however far apart its waits lie (see `cadence`); where each of its waits came tens of
-//!   microseconds after the last (`mutex-long`), one reading in sixteen waits let it keep
-//!   its CPU for several stretches. Nothing rotates where the
+//!   stretch makes rounds grow with the threads per CPU. The rwlock's waits, which nothing
+//!   else bounds (no hand-off to a starving waiter), rotate
+//!   [`in rounds`](Waiter::rotating_in_rounds): each yield of a wait tells `cadence` how long
+//!   it took, and the thread's stretch scales so that a round lasts about `cadence::ROUND_NS`
+//!   (never shorter than `cadence::ROTATE_MIN_NS`). The mutex keeps the fixed stretch:
+//!   rotating more often cost its lock-bound cells the switches (the bench's `mutex-short`
+//!   and `log-append`, by how much depending on the machine's phase: the scaled stretch
+//!   shortened their longest stalls where threads outnumber CPUs, but the throughput it cost
+//!   went from nothing to a fifth from one hour to the next). Its starvation bound does not bound its waiters' yields: a waiter
+//!   looks at the mark only when a yield returns, and where threads per CPU are many one
+//!   yield can outlast the mark many times; what keeps a yield short there is that the
+//!   threads ahead of it rotate on time. So a thread's clock is read by time, not by count:
+//!   a few times per stretch, however far apart its waits lie (see `cadence`); where each of
+//!   its waits came tens of microseconds after the last (`mutex-long`), one reading in
+//!   sixteen waits let it keep its CPU for several stretches. Nothing rotates where the
 //!   thread waits seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it
 //!   dozes, and the lock's flow there is one CPU's threads (see above). Readers of a
 //!   `BiasedRwLock` that take their slots never wait, and so never rotate; their threads
@@ -337,8 +339,8 @@ pub(crate) struct Waiter<'a> {
 /// something that may keep the lock's other threads waiting: a `BiasedRwLock` writer about to
 /// revoke the bias. Readers that take their slots never wait, so their threads never rotate,
 /// and each keeps its CPU for whole time slices while the threads behind it on that CPU wait
-/// their turns; their writes are where they can give the CPU away. As a rotating wait
-/// would: under `SpinPolicy::Adaptive`, where this thread's ask says to read the clock
+/// their turns; their writes are where they can give the CPU away. As a wait that rotates in
+/// rounds would: under `SpinPolicy::Adaptive`, where this thread's ask says to read the clock
 /// (see `cadence::rotation_ask`), it has kept its CPU for longer than its stretch, and it does
 /// not wait seldom, it yields. It begins no wait (`cadence::wait_begins`): a thread that
 /// begins more waits is taken to wait more often, and counted as waits, these rotations made
@@ -362,7 +364,7 @@ pub(crate) fn rotate_outside_wait_under(policy: super::SpinPolicy) {
 #[cold]
 #[inline(never)]
 fn rotate_now() {
-    if cadence::rotation_due() && !cadence::waits_seldom() {
+    if cadence::rotation_due(true) && !cadence::waits_seldom() {
         let t0 = now_ns();
         let back = yield_cpu();
         cadence::yield_took(back.saturating_sub(t0));
@@ -517,26 +519,39 @@ impl<'a> Waiter<'a> {
     }
 
     /// Begins this waiter's wait with the *rotation* yield, under `SpinPolicy::Adaptive`, if
-    /// its thread has kept its CPU for longer than its stretch (at most `cadence::ROTATE_NS`,
-    /// scaled to its rounds: see `cadence::yield_took`) since it last gave the CPU away (see
-    /// the module docs). Make it yielding first, if it is to be.
+    /// its thread has kept its CPU for longer than `cadence::ROTATE_NS` since it last gave the
+    /// CPU away (see the module docs). Make it yielding first, if it is to be.
     #[inline]
     pub(crate) fn rotating(self) -> Waiter<'a> {
-        self.rotating_under(super::spin_policy())
+        self.rotating_under(super::spin_policy(), false)
     }
 
-    /// [`rotating`](Self::rotating), under `policy`: only `Adaptive` rotates. Some waits ask
-    /// whether it is due (see `cadence::rotation_ask`: a few per stretch, one in
-    /// `cadence::ROTATE_ASK_EVERY` at most; never under loom, whose models explore the
-    /// yields). Not a yielding waiter whose lock's waits keep spinning in vain: it dozes
-    /// instead, and the lock's flow is one CPU's threads (see the module docs).
+    /// [`rotating`](Self::rotating), where the thread's CPU time is measured against its
+    /// stretch scaled to its rounds (`cadence::ROUND_NS`, see `cadence::yield_took`) rather
+    /// than the fixed `cadence::ROTATE_NS`: for a lock whose waits nothing else bounds (the
+    /// rwlock's, which has no hand-off to a starving waiter; see the module docs).
     #[inline]
-    pub(crate) fn rotating_under(mut self, policy: super::SpinPolicy) -> Waiter<'a> {
+    pub(crate) fn rotating_in_rounds(self) -> Waiter<'a> {
+        self.rotating_under(super::spin_policy(), true)
+    }
+
+    /// [`rotating`](Self::rotating), or [`rotating_in_rounds`](Self::rotating_in_rounds) if
+    /// `in_rounds`, under `policy`: only `Adaptive` rotates. Some waits ask whether it is due
+    /// (see `cadence::rotation_ask`: a few per stretch, one in `cadence::ROTATE_ASK_EVERY` at
+    /// most; never under loom, whose models explore the yields). Not a yielding waiter whose
+    /// lock's waits keep spinning in vain: it dozes instead, and the lock's flow is one CPU's
+    /// threads (see the module docs).
+    #[inline]
+    pub(crate) fn rotating_under(
+        mut self,
+        policy: super::SpinPolicy,
+        in_rounds: bool,
+    ) -> Waiter<'a> {
         if policy == super::SpinPolicy::Adaptive
             && !(self.yielder && self.futile_waits >= FUTILE_WAITS_DOZE)
             && cadence::rotation_ask()
         {
-            self.rotate();
+            self.rotate(in_rounds);
         }
         self
     }
@@ -575,16 +590,16 @@ impl<'a> Waiter<'a> {
         self
     }
 
-    /// Makes the rotation yield if this waiter's thread has kept its CPU for longer than its
-    /// stretch since it last gave the CPU away (see `cadence::rotation_due`) and does not wait
-    /// seldom. A yielding waiter's
+    /// Makes the rotation yield if this waiter's thread has kept its CPU for longer than
+    /// `cadence::ROTATE_NS` (its scaled stretch, if `in_rounds`) since it last gave the CPU
+    /// away (see `cadence::rotation_due`) and does not wait seldom. A yielding waiter's
     /// rotation is one of its yields and stands for its probe yield: it tells the same thing,
     /// whether other threads want this CPU. Out of line: where a thread's waits lie close
     /// together, one in `cadence::ROTATE_ASK_EVERY` comes here.
     #[cold]
     #[inline(never)]
-    fn rotate(&mut self) {
-        if !cadence::rotation_due() || !self.may_yield() {
+    fn rotate(&mut self, in_rounds: bool) {
+        if !cadence::rotation_due(in_rounds) || !self.may_yield() {
             return;
         }
         if self.yields == 0 {
