@@ -628,36 +628,37 @@ fn a_thread_that_rotates_at_every_reading_still_learns_how_far_apart_its_waits_l
     .unwrap();
 }
 
+/// Makes this thread due to rotate, whatever its stretch (it last gave its CPU away at the
+/// clock's start), and passes its asks up to the one that reads the clock: the next ask reads.
+#[cfg(not(any(loom, miri)))]
+fn due_at_the_next_ask() {
+    use super::cadence::{ask_every, gave_cpu, rotation_ask};
+    gave_cpu(1);
+    for _ in 1..ask_every() {
+        assert!(!rotation_ask());
+    }
+}
+
 // Neither Miri nor loom rotates.
 #[cfg(not(any(loom, miri)))]
 #[test]
 fn a_rotation_outside_a_wait_yields_where_due_under_the_adaptive_policy_and_begins_no_wait() {
-    use super::cadence::{
-        ask_every, gave_cpu, rotation_ask, rotation_due, stretch_ns, waits_begun,
-    };
+    use super::cadence::{rotation_due, stretch_ns, waits_begun};
     use super::now_ns;
     use super::waiter::rotate_outside_wait_under;
     std::thread::spawn(|| {
-        // The thread last gave its CPU away at the clock's start (it is due, whatever its
-        // stretch), and the next ask is the one that reads the clock.
-        let due = || {
-            gave_cpu(1);
-            for _ in 1..ask_every() {
-                assert!(!rotation_ask());
-            }
-        };
         // Nothing rotates under other policies: the thread stays due.
         for policy in [
             SpinPolicy::Never,
             SpinPolicy::Fixed(500),
             SpinPolicy::Always,
         ] {
-            due();
+            due_at_the_next_ask();
             rotate_outside_wait_under(policy);
             assert!(rotation_due(true), "{policy:?}");
         }
         // Under Adaptive it yields: the thread is not due again for a stretch.
-        due();
+        due_at_the_next_ask();
         let before = now_ns();
         rotate_outside_wait_under(SpinPolicy::Adaptive);
         let begun = waits_begun();
@@ -748,29 +749,19 @@ fn every_futex_sleep_counts_as_giving_the_cpu_away_and_a_wait_that_never_slept_d
 #[cfg(not(any(loom, miri)))]
 #[test]
 fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_policy() {
-    use super::cadence::{
-        ask_every, gave_cpu, rotation_ask, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS,
-    };
+    use super::cadence::{gave_cpu, rotation_due, ROTATE_ASK_EVERY, ROTATE_NS};
     use super::now_ns;
     std::thread::spawn(|| {
         let e = SpinEstimate::new();
-        // The thread last gave its CPU away at the clock's start (it is due), and the next
-        // ask is the one that reads the clock.
-        let due = || {
-            gave_cpu(1);
-            for _ in 1..ask_every() {
-                assert!(!rotation_ask());
-            }
-        };
         // No yield since `before`, or ROTATE_NS passed since: still due.
         let rotated_since = |before: u64| !rotation_due(false) || now_ns() - before > ROTATE_NS;
         let adaptive = SpinPolicy::Adaptive;
         // A yielding waiter (the mutex's): the rotation is one of its yields.
-        due();
+        due_at_the_next_ask();
         let w = Waiter::under(adaptive, &e, None).rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), YIELDS - 1, "the rotation yield");
         // A waiter that does not yield (the rwlock's) rotates with a yield of its own.
-        due();
+        due_at_the_next_ask();
         let before = now_ns();
         let w = Waiter::under(adaptive, &e, None)
             .not_yielding()
@@ -784,11 +775,11 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
             SpinPolicy::Fixed(500),
             SpinPolicy::Always,
         ] {
-            due();
+            due_at_the_next_ask();
             let _ = Waiter::under(policy, &e, None).rotating_under(policy, false);
             assert!(rotation_due(false), "{policy:?}");
         }
-        due();
+        due_at_the_next_ask();
         let _ = Waiter::under(adaptive, &e, None)
             .thread_waits_seldom(true)
             .rotating_under(adaptive, false);
@@ -797,7 +788,7 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
         for _ in 0..FUTILE_WAITS_DOZE {
             futile.record(false, 0);
         }
-        due();
+        due_at_the_next_ask();
         let w = Waiter::under(adaptive, &futile, None).rotating_under(adaptive, false);
         assert_eq!(w.yields_left(), YIELDS);
         assert!(rotation_due(false), "a dozer rotated");
