@@ -342,11 +342,11 @@ pub(crate) struct Waiter<'a> {
 /// their turns; their writes are where they can give the CPU away. As a wait that rotates in
 /// rounds would: under `SpinPolicy::Adaptive`, where this thread's ask says to read the clock
 /// (see `cadence::rotation_ask`), it has kept its CPU for longer than its stretch, and it does
-/// not wait seldom, it yields. It begins no wait (`cadence::wait_begins`): a thread that
-/// begins more waits is taken to wait more often, and counted as waits, these rotations made
-/// the writes of a thread that seldom waits look like frequent waits (its real waits then
-/// yield rather than sleep; the bench's `read-mostly` lost throughput so). Never under loom
-/// or Miri, whose threads never ask.
+/// not wait seldom, it yields. It begins no wait (`cadence::wait_begins`): counted as waits,
+/// these rotations cost the bench's `read-mostly` cells throughput (not through their own
+/// switches, which were few; the likely path is that a thread that begins more waits is taken
+/// to wait often, and its real waits then yield where they would sleep). Never under loom or
+/// Miri, whose threads never ask.
 #[inline]
 pub(crate) fn rotate_outside_wait() {
     rotate_outside_wait_under(super::spin_policy());
