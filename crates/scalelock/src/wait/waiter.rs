@@ -365,10 +365,18 @@ pub(crate) fn rotate_outside_wait_under(policy: super::SpinPolicy) {
 #[inline(never)]
 fn rotate_now() {
     if cadence::rotation_due(true) && !cadence::waits_seldom() {
-        let t0 = now_ns();
-        let back = yield_cpu();
-        cadence::yield_took(back.saturating_sub(t0));
+        yield_for_a_round(now_ns());
     }
+}
+
+/// Yields the CPU, begun at `t0_ns`, and tells `cadence` how long the round took (see
+/// `cadence::yield_took`): every yield a wait makes, and a rotation outside a wait. Returns
+/// when the yield returned (monotonic ns).
+#[inline]
+fn yield_for_a_round(t0_ns: u64) -> u64 {
+    let back = yield_cpu();
+    cadence::yield_took(back.saturating_sub(t0_ns));
+    back
 }
 
 impl<'a> Waiter<'a> {
@@ -1034,11 +1042,10 @@ impl<'a> Waiter<'a> {
         if self.away_at == 0 && !cfg!(loom) {
             self.away_at = t0.max(1);
         }
-        let back = yield_cpu();
+        let back = yield_for_a_round(t0);
         self.back_at = back;
         let took = back.saturating_sub(t0);
         self.rec.yielded(took);
-        cadence::yield_took(took);
         took
     }
 
