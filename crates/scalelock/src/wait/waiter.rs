@@ -155,17 +155,18 @@
 //!   rotating more often cost its lock-bound cells the switches (the bench's `mutex-short`
 //!   and `log-append`, by how much depending on the machine's phase: the scaled stretch
 //!   shortened their longest stalls where threads outnumber CPUs, but the throughput it cost
-//!   went from nothing to a fifth from one hour to the next). Its starvation bound does not bound its waiters' yields: a waiter
-//!   looks at the mark only when a yield returns, and where threads per CPU are many one
-//!   yield can outlast the mark many times; what keeps a yield short there is that the
-//!   threads ahead of it rotate on time. So a thread's clock is read by time, not by count:
-//!   a few times per stretch, however far apart its waits lie (see `cadence`); where each of
-//!   its waits came tens of microseconds after the last (`mutex-long`), one reading in
-//!   sixteen waits let it keep its CPU for several stretches. Nothing rotates where the
-//!   thread waits seldom, nor a yielding waiter whose lock's waits keep spinning in vain: it
-//!   dozes, and the lock's flow there is one CPU's threads (see above). Readers of a
-//!   `BiasedRwLock` that take their slots never wait, and so never rotate; their threads
-//!   rotate at their writes instead, which begin no wait (see [`rotate_outside_wait`]).
+//!   went from nothing to a fifth from one hour to the next). Its starvation bound does not
+//!   bound its waiters' yields: a waiter looks at the mark only when a yield returns, and
+//!   where threads per CPU are many one yield can outlast the mark many times; what keeps a
+//!   yield short there is that the threads ahead of it rotate on time. So a thread's clock
+//!   is read by time, not by count: a few times per stretch, however far apart its waits lie
+//!   (see `cadence`); where each of its waits came tens of microseconds after the last
+//!   (`mutex-long`), one reading in sixteen waits let it keep its CPU for several stretches.
+//!   Nothing rotates where the thread waits seldom, nor a yielding waiter whose lock's waits
+//!   keep spinning in vain: it dozes, and the lock's flow there is one CPU's threads (see
+//!   above). Readers of a `BiasedRwLock` that take their slots never wait, and so never
+//!   rotate; their threads rotate at their writes instead, which begin no wait (see
+//!   [`rotate_outside_wait`]).
 //!   The first time spinning stops without the lock, the estimate learns that it did not pay;
 //!   a wait that spun and then got the lock teaches it how long that took. A yielding
 //!   waiter's spin whose budget the probe yield's cap ended teaches nothing: the cap, not the
