@@ -5,12 +5,13 @@
 //! ```text
 //!  a thread's CPU time ->   w: a wait begins (any lock);  x: a wait's first yield, where it
 //!                           asks;  ====: running (holding locks, working, spinning)
-//!  often:    x=w=w==w=x     the CPU time since the previous ask, per wait begun since
-//!                           (this one included), is at most SELDOM_NS: it yields
-//!                           (the previous ask: the last one that read the CPU clock;
-//!                           before the thread's first ask, the thread's start, where
-//!                           its CPU clock starts from 0)
-//!  seldom:   x==========x   more than SELDOM_NS per wait: no yields, it spins and sleeps
+//!  a reading:  x=w=w==w=x   the CPU time since the previous reading, per wait begun since
+//!                           (this one included); before the thread's first reading, since
+//!                           the thread's start, where its CPU clock starts from 0
+//!  its gap:    gap' = (3 gap + r) / 4, r = min(the reading, SAMPLE_CAP_NS)
+//!                           (the first reading: gap' = r)
+//!  often:      gap <= SELDOM_NS: it yields
+//!  seldom:     gap >  SELDOM_NS: no yields, it spins and sleeps
 //! ```
 //!
 //! The thread's own CPU time stands still while it sleeps or is preempted, so a thread that
@@ -18,9 +19,19 @@
 //! shared among all the waits it began, so that waits that end within their spin (and never
 //! ask) count as waits too. The CPU clock is a system call, so an ask reads it only where the
 //! monotonic clock (read in user space) says that more than `SELDOM_NS` has passed since it
-//! was last read: less time than that holds less CPU time, and the thread waits often. The
-//! gap then runs from that last reading, over the waits begun since. A wait's beginning only
-//! adds one to a count.
+//! was last read; an ask between two readings gets the thread's standing verdict. A wait's
+//! beginning only adds one to a count.
+//!
+//! The verdict follows the thread's last few readings, not its last one. A server's thread
+//! waits seldom, but now and then it meets a lock whose holder was preempted, and then waits
+//! on it, and on the next lock it takes, close together: where threads outnumber CPUs, a
+//! verdict read off that pair alone made it yield, and its yields handed the CPU to a round of
+//! threads that each ran a whole slice of other work (MariaDB under the preload library: such
+//! yields outlasted the mutex's starvation mark many times over, on a lock held for a
+//! fraction of a microsecond, where a sleeper is woken by the release). A thread that waits
+//! often (every reading a short gap) stays "often"; one that turns from other work to a hot
+//! lock is "often" again within a few readings, since a reading counts for at most
+//! [`SAMPLE_CAP_NS`].
 //!
 //! It also keeps when this thread last gave its CPU away (a yield or a futex sleep ended,
 //! whoever made it), which a rotating waiter (see `Waiter::rotating`) asks as its wait
@@ -84,6 +95,12 @@
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const SELDOM_NS: u64 = 1_000_000;
 
+/// A reading of a thread's gap (CPU time per wait) counts for at most this much toward its
+/// verdict (see the module docs): a thread's start, or a pause in its use of locks, is
+/// forgotten within a few readings once it waits often again.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const SAMPLE_CAP_NS: u64 = 4 * SELDOM_NS;
+
 /// When, and at what CPU time, an ask of this thread last read its CPU clock.
 #[cfg(not(any(loom, miri)))]
 #[derive(Clone, Copy)]
@@ -101,6 +118,9 @@ std::thread_local! {
         const { core::cell::Cell::new(Reading { at_ns: 0, cpu_ns: 0 }) };
     /// Waits this thread began since its last reading (or its start).
     static BEGUN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
+    /// This thread's gap: its CPU time per wait over its last few readings, in ns (see the
+    /// module docs and [`next_gap`]; 0: no reading yet).
+    static GAP_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
     /// When (monotonic ns) this thread last gave its CPU away (see [`gave_cpu`]; 0: not yet
     /// known).
     static GAVE_CPU_AT: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
@@ -324,11 +344,13 @@ pub(crate) fn wait_begins() {
     let _ = BEGUN.try_with(|n| n.set(n.get().saturating_add(1)));
 }
 
-/// Whether this thread waits seldom: it has run for more than [`SELDOM_NS`] of CPU time per
-/// wait it began since its CPU clock was last read, or since it started (see the module docs):
-/// a thread that contends as soon as it starts waits often (when a first ask said "seldom",
-/// threads that start together on a contended rwlock became sleepers, which cost the bench's
-/// `read-write` cells), one that starts with a stretch of other work does not.
+/// Whether this thread waits seldom: its gap, the CPU time it ran per wait it began, over its
+/// last few readings of its CPU clock (the first since its start), is more than
+/// [`SELDOM_NS`] (see the module docs and [`next_gap`]): a thread that contends as soon as it
+/// starts waits often (when a first ask said "seldom", threads that start together on a
+/// contended rwlock became sleepers, which cost the bench's `read-write` cells), one that
+/// starts with a stretch of other work does not. Reads the clock only where more than
+/// `SELDOM_NS` has passed since its last reading; before that, the verdict stands.
 /// Ask once per wait. Never under loom, whose models explore the yields, nor under Miri, which
 /// has no thread CPU clock.
 #[inline]
@@ -340,12 +362,15 @@ pub(crate) fn waits_seldom() -> bool {
     #[cfg(not(any(loom, miri)))]
     {
         // A thread's locals are being destroyed as it exits: it waits seldom then.
-        let Ok(last) = LAST_READ.try_with(core::cell::Cell::get) else {
+        let (Ok(last), Ok(gap)) = (
+            LAST_READ.try_with(core::cell::Cell::get),
+            GAP_NS.try_with(core::cell::Cell::get),
+        ) else {
             return true;
         };
         let at_ns = super::now_ns();
         if last.at_ns != 0 && at_ns.saturating_sub(last.at_ns) <= SELDOM_NS {
-            return false;
+            return gap > SELDOM_NS;
         }
         let Some(cpu_ns) = thread_cpu_ns() else {
             return false;
@@ -353,7 +378,9 @@ pub(crate) fn waits_seldom() -> bool {
         let waits = BEGUN.try_with(|n| n.replace(0)).unwrap_or(0);
         let _ = LAST_READ.try_with(|l| l.set(Reading { at_ns, cpu_ns }));
         // Never read: `last.cpu_ns` is 0, the thread's CPU time at its start.
-        seldom(last.cpu_ns, cpu_ns, waits)
+        let gap = next_gap(gap, last.cpu_ns, cpu_ns, waits);
+        let _ = GAP_NS.try_with(|g| g.set(gap));
+        gap > SELDOM_NS
     }
 }
 
@@ -373,11 +400,19 @@ pub(crate) fn thread_cpu_ns() -> Option<u64> {
     (r == 0).then(|| ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
 }
 
-/// Whether a wait asking when its thread's CPU time is `now_ns` comes seldom after the
-/// thread's previous reading, at `previous_ns` (0: the thread's start), with `waits` waits
-/// begun since (this one among them; 0 counts as 1).
+/// A thread's gap after a reading at CPU time `now_ns`, where its previous reading was at
+/// `previous_ns` (0: the thread's start) with `waits` waits begun since (this one among them;
+/// 0 counts as 1), and its gap was `gap_ns` (0: no reading yet): the reading's CPU time per
+/// wait, at most [`SAMPLE_CAP_NS`], weighs a quarter, the gap three quarters; the first
+/// reading (as much at most) is the gap. Never 0 once read.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 #[inline]
-pub(crate) fn seldom(previous_ns: u64, now_ns: u64, waits: u32) -> bool {
-    now_ns.saturating_sub(previous_ns) > SELDOM_NS.saturating_mul(u64::from(waits.max(1)))
+pub(crate) fn next_gap(gap_ns: u64, previous_ns: u64, now_ns: u64, waits: u32) -> u64 {
+    let reading = (now_ns.saturating_sub(previous_ns) / u64::from(waits.max(1))).min(SAMPLE_CAP_NS);
+    let gap = if gap_ns == 0 {
+        reading
+    } else {
+        (3 * gap_ns + reading) / 4
+    };
+    gap.max(1)
 }

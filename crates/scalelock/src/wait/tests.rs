@@ -452,30 +452,44 @@ fn a_waiter_let_yield_during_its_wait_yields_a_few_times_once_then_sleeps() {
 }
 
 #[test]
-fn a_wait_comes_seldom_after_more_cpu_time_per_wait_than_seldom_ns() {
-    use super::cadence::{seldom, SELDOM_NS};
-    // (the previous ask at, this one at, waits begun since, seldom)
+fn a_threads_gap_follows_its_last_few_readings_of_cpu_time_per_wait() {
+    use super::cadence::{next_gap, SAMPLE_CAP_NS, SELDOM_NS};
+    // (gap, the previous reading at, this one at, waits begun since, the next gap)
     let cases = [
-        // No previous reading: CPU time since the thread's start.
-        (0, 5, 1, false),
-        (0, SELDOM_NS, 1, false),
-        (0, SELDOM_NS * 10, 1, true),
-        (0, SELDOM_NS * 10, 100, false),
-        (1_000, 1_000, 1, false),
-        (1_000, 1_000 + SELDOM_NS, 1, false),
-        (1_000, 1_001 + SELDOM_NS, 1, true),
-        (1_000, 1_001 + SELDOM_NS, 0, true),
-        // The same CPU time shared among waits that ended within their spin.
-        (1_000, 1_001 + SELDOM_NS, 2, false),
-        (1_000, 1_001 + 3 * SELDOM_NS, 3, true),
-        // A reading older than the previous one: not seldom.
-        (5_000, 4_000, 1, false),
+        // The first reading is the gap: CPU time since the thread's start, per wait.
+        (0, 0, 5, 1, 5),
+        (0, 0, SELDOM_NS * 10, 100, SELDOM_NS / 10),
+        (0, 1_000, 1_000 + SELDOM_NS, 1, SELDOM_NS),
+        (0, 1_000, 1_000 + SELDOM_NS, 0, SELDOM_NS),
+        (0, 1_000, 1_000 + 2 * SELDOM_NS, 2, SELDOM_NS),
+        // As much at most: a long start is forgotten within a few readings.
+        (0, 0, SELDOM_NS * 1_000, 1, SAMPLE_CAP_NS),
+        // Then a reading weighs a quarter.
+        (SELDOM_NS, 1_000, 1_000, 1, 3 * SELDOM_NS / 4),
+        (
+            SELDOM_NS,
+            1_000,
+            1_000 + 3 * SELDOM_NS,
+            1,
+            3 * SELDOM_NS / 2,
+        ),
+        (
+            SELDOM_NS,
+            1_000,
+            1_000 + 100 * SELDOM_NS,
+            1,
+            7 * SELDOM_NS / 4,
+        ),
+        (4, 1_000, 1_000 + 4 * SELDOM_NS, 4, 3 + SELDOM_NS / 4),
+        // Never 0 once read, and a reading older than the previous one counts as none.
+        (0, 1_000, 1_000, 1, 1),
+        (1, 5_000, 4_000, 1, 1),
     ];
-    for (previous, now, waits, want) in cases {
+    for (gap, previous, now, waits, want) in cases {
         assert_eq!(
-            seldom(previous, now, waits),
+            next_gap(gap, previous, now, waits),
             want,
-            "{previous} -> {now}, {waits}"
+            "{gap}: {previous} -> {now}, {waits}"
         );
     }
 }
@@ -483,39 +497,62 @@ fn a_wait_comes_seldom_after_more_cpu_time_per_wait_than_seldom_ns() {
 // Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
 #[cfg(not(any(loom, miri)))]
 #[test]
-fn a_wait_after_work_is_seldom_and_one_at_a_threads_start_or_after_a_pause_is_not() {
+fn a_thread_waits_seldom_after_work_between_its_waits_and_one_close_pair_keeps_the_verdict() {
     use super::cadence::{thread_cpu_ns, wait_begins, waits_seldom, SELDOM_NS};
+    // Runs for `ns` of this thread's CPU time (however much of the machine other tests take).
+    fn work(ns: u64) {
+        let cpu0 = thread_cpu_ns().unwrap();
+        let mut x = 0u64;
+        while thread_cpu_ns().unwrap() - cpu0 <= ns {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+    }
     std::thread::spawn(|| {
         assert!(!waits_seldom(), "a thread's first wait");
         assert!(!waits_seldom(), "a wait right after it");
         // Off the CPU (asleep, preempted): no CPU time passes, the thread waits often still.
         std::thread::sleep(Duration::from_nanos(3 * SELDOM_NS));
         assert!(!waits_seldom(), "a wait after a pause");
-        // Work: CPU time passes (however much of the machine other tests take).
-        let cpu0 = thread_cpu_ns().unwrap();
-        let mut x = 0u64;
-        while thread_cpu_ns().unwrap() - cpu0 <= 2 * SELDOM_NS {
-            x = std::hint::black_box(x.wrapping_add(1));
+        // One stretch of work between two waits does not make a thread that waited often
+        // wait seldom; a few do.
+        work(2 * SELDOM_NS);
+        assert!(!waits_seldom(), "one wait after work");
+        let mut readings = 1;
+        while !waits_seldom() {
+            assert!(
+                readings < 8,
+                "still often after {readings} waits after work"
+            );
+            readings += 1;
+            work(4 * SELDOM_NS);
         }
-        assert!(waits_seldom(), "a wait after work");
-        // As much work, shared among a dozen waits that ended within their spin: often.
-        let cpu0 = thread_cpu_ns().unwrap();
-        while thread_cpu_ns().unwrap() - cpu0 <= 2 * SELDOM_NS {
-            x = std::hint::black_box(x.wrapping_add(1));
+        // A wait right after one that found it seldom (no reading): seldom too, as a
+        // server's thread that meets two held locks in a row.
+        wait_begins();
+        assert!(waits_seldom(), "a wait right after a seldom one");
+        // As much work, shared among a dozen waits that ended within their spin, a few
+        // times: often.
+        let mut readings = 0;
+        loop {
+            work(2 * SELDOM_NS);
+            for _ in 0..12 {
+                wait_begins();
+            }
+            readings += 1;
+            if !waits_seldom() {
+                break;
+            }
+            assert!(
+                readings < 8,
+                "still seldom after {readings} readings of short waits"
+            );
         }
-        for _ in 0..12 {
-            wait_begins();
-        }
-        assert!(!waits_seldom(), "a wait after short waits");
     })
     .join()
     .unwrap();
     // A thread that works before its first wait: the first ask counts from its start.
     std::thread::spawn(|| {
-        let mut x = 0u64;
-        while thread_cpu_ns().unwrap() <= 2 * SELDOM_NS {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
+        work(2 * SELDOM_NS);
         assert!(waits_seldom(), "a first wait after work");
     })
     .join()
