@@ -939,7 +939,8 @@ fn a_long_round_shortens_the_stretch_of_waits_in_rounds_only_and_a_waiters_yield
         // the shortest stretch.
         yield_took(100 * ROUND_NS);
         let e = SpinEstimate::new();
-        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None);
+        // Whatever this thread's CPU time so far says of it (see the seldom tests).
+        let mut w = Waiter::under(SpinPolicy::Adaptive, &e, None).thread_waits_seldom(false);
         let before = now_ns();
         assert!(w.spin_or_yield(false, true), "a yield");
         if now_ns() - before < ROUND_NS {
