@@ -109,18 +109,18 @@ struct Reading {
     at_ns: u64,
     /// The thread's CPU time then (ns).
     cpu_ns: u64,
+    /// The thread's gap after it: its CPU time per wait over its last few readings, in ns
+    /// (see the module docs and [`next_gap`]; 0: no reading yet).
+    gap_ns: u64,
 }
 
 #[cfg(not(any(loom, miri)))]
 std::thread_local! {
     /// This thread's last reading (see [`waits_seldom`]).
     static LAST_READ: core::cell::Cell<Reading> =
-        const { core::cell::Cell::new(Reading { at_ns: 0, cpu_ns: 0 }) };
+        const { core::cell::Cell::new(Reading { at_ns: 0, cpu_ns: 0, gap_ns: 0 }) };
     /// Waits this thread began since its last reading (or its start).
     static BEGUN: core::cell::Cell<u32> = const { core::cell::Cell::new(0) };
-    /// This thread's gap: its CPU time per wait over its last few readings, in ns (see the
-    /// module docs and [`next_gap`]; 0: no reading yet).
-    static GAP_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
     /// When (monotonic ns) this thread last gave its CPU away (see [`gave_cpu`]; 0: not yet
     /// known).
     static GAVE_CPU_AT: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
@@ -362,25 +362,27 @@ pub(crate) fn waits_seldom() -> bool {
     #[cfg(not(any(loom, miri)))]
     {
         // A thread's locals are being destroyed as it exits: it waits seldom then.
-        let (Ok(last), Ok(gap)) = (
-            LAST_READ.try_with(core::cell::Cell::get),
-            GAP_NS.try_with(core::cell::Cell::get),
-        ) else {
+        let Ok(last) = LAST_READ.try_with(core::cell::Cell::get) else {
             return true;
         };
         let at_ns = super::now_ns();
         if last.at_ns != 0 && at_ns.saturating_sub(last.at_ns) <= SELDOM_NS {
-            return gap > SELDOM_NS;
+            return last.gap_ns > SELDOM_NS;
         }
         let Some(cpu_ns) = thread_cpu_ns() else {
             return false;
         };
         let waits = BEGUN.try_with(|n| n.replace(0)).unwrap_or(0);
-        let _ = LAST_READ.try_with(|l| l.set(Reading { at_ns, cpu_ns }));
         // Never read: `last.cpu_ns` is 0, the thread's CPU time at its start.
-        let gap = next_gap(gap, last.cpu_ns, cpu_ns, waits);
-        let _ = GAP_NS.try_with(|g| g.set(gap));
-        gap > SELDOM_NS
+        let gap_ns = next_gap(last.gap_ns, last.cpu_ns, cpu_ns, waits);
+        let _ = LAST_READ.try_with(|l| {
+            l.set(Reading {
+                at_ns,
+                cpu_ns,
+                gap_ns,
+            })
+        });
+        gap_ns > SELDOM_NS
     }
 }
 
