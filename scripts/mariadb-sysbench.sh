@@ -5,9 +5,12 @@
 # no TCP at all), prepares sysbench's oltp tables, runs oltp_read_only and oltp_read_write at
 # several thread counts once with plain glibc and once with LD_PRELOAD=libscalelock_preload.so
 # (which server goes first alternates from point to point, and every run waits until both
-# servers are idle), and prints tps, p95 and max latency and errors side by side, then (with
-# --lockstat) the top of scalelock's lockstat table. The server is stopped and the temp
-# directory removed at the end, also on failure or Ctrl-C. It installs nothing.
+# servers are idle), and prints tps, p95 and max latency and errors side by side (each run's
+# line also gives the server's CPU time per transaction), then (with --lockstat) the top of
+# scalelock's lockstat table. One invocation runs each point in one order; rounds in both
+# orders (`scalelock bench --workload mariadb-sysbench --repeat 2`) balance it. The servers are
+# stopped and the temp directory removed at the end, also on failure or Ctrl-C. It installs
+# nothing.
 #
 #   scripts/mariadb-sysbench.sh [--quick] [--threads "1 2 4 8"] [--time SECONDS]
 #                               [--locks "glibc scalelock"] [--lib PATH] [--results FILE]
@@ -19,6 +22,8 @@
 #                and times every hold, which glibc's server does not pay, so the tps columns
 #                compare the locks only without it.
 # --results FILE one line per run: workload lock threads tps p95_ms max_ms errors transactions
+#                server_cpu_ms (the server process's user + system CPU time during the run, all
+#                its threads: with tps, what a transaction costs the server)
 # --histograms DIR  sysbench's latency histogram of each run, in DIR/WORKLOAD-LOCK-THREADS.txt
 #
 # Exit status: 0 when every run finished without a sysbench error; 1 on any error (a sysbench
@@ -102,6 +107,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+clk_tck="$(getconf CLK_TCK)"
 user_opt=()
 if [ "$(id -u)" = 0 ]; then user_opt=(--user=root); fi
 
@@ -170,8 +176,12 @@ declare -A tps p95 maxl errs
 run_one() {
     local lock="$1" w="$2" t="$3" out rc=0
     check_alive "$lock"
+    local cpu0 cpu_ms
+    cpu0="$(cpu_ticks "${server_pid[$lock]}")"
     out="$(sb "$lock" "$w" --threads="$t" --time="$run_time" --events=0 --percentile=95 \
         --report-interval=0 --histogram="$([ -n "$histograms" ] && echo on || echo off)" run 2>&1)" || rc=$?
+    cpu_ms=$(( ($(cpu_ticks "${server_pid[$lock]}") - cpu0) * 1000 / clk_tck ))
+    if (( cpu_ms < 0 )); then cpu_ms=0; fi   # the server is gone (check_alive reports it)
     local key="$w/$lock/$t"
     if [ "$rc" != 0 ] || grep -q "FATAL" <<<"$out"; then
         echo "mariadb-sysbench: sysbench $w, $t threads, $lock failed (exit $rc):" >&2
@@ -184,12 +194,13 @@ run_one() {
     p95[$key]="$(awk '/95th percentile:/ {print $3}' <<<"$out")"
     maxl[$key]="$(awk '/^ *max:/ {print $2; exit}' <<<"$out")"
     errs[$key]="$(awk '/ignored errors:/ {print $3}' <<<"$out")"
-    printf '   %-16s %-10s %3s threads: %10s tps  p95 %8s ms  max %9s ms  errors %s\n' \
-        "$w" "$lock" "$t" "${tps[$key]}" "${p95[$key]}" "${maxl[$key]}" "${errs[$key]}"
+    local total
+    total="$(awk '/transactions:/ {print $2}' <<<"$out")"
+    printf '   %-16s %-10s %3s threads: %10s tps  p95 %8s ms  max %9s ms  errors %s  server CPU %s us/trx\n' \
+        "$w" "$lock" "$t" "${tps[$key]}" "${p95[$key]}" "${maxl[$key]}" "${errs[$key]}" \
+        "$(( cpu_ms * 1000 / (total > 0 ? total : 1) ))"
     if [ -n "$results" ]; then
-        local total
-        total="$(awk '/transactions:/ {print $2}' <<<"$out")"
-        echo "$w $lock $t ${tps[$key]} ${p95[$key]} ${maxl[$key]} ${errs[$key]} $total" >>"$results"
+        echo "$w $lock $t ${tps[$key]} ${p95[$key]} ${maxl[$key]} ${errs[$key]} $total $cpu_ms" >>"$results"
     fi
     if [ -n "$histograms" ]; then
         mkdir -p "$histograms"

@@ -15,8 +15,11 @@
 //! servers and tables each time), one round of every point per run. The library's server runs
 //! without lockstat, as a user gets it, so that both columns measure the locks alone. An
 //! operation is a sysbench transaction; latencies
-//! are sysbench's own per-transaction histogram; `cpu_ns_per_op` is not measured (0), and the
-//! per-thread fairness columns hold the total, since sysbench reports no per-thread counts.
+//! are sysbench's own per-transaction histogram; `cpu_ns_per_op` is the server's CPU time (user +
+//! system, all its threads, from `/proc`) during the run per transaction: what a transaction
+//! costs the server, where the machine is saturated and tps alone cannot say whether a lock
+//! made the server do more work or wait more. The per-thread fairness columns hold the total,
+//! since sysbench reports no per-thread counts.
 
 use super::{Point, Selection, Workload};
 use crate::bench::harness::{new_histogram, Measurement, Trial};
@@ -52,6 +55,8 @@ const CASES: [&str; 2] = ["oltp_read_only", "oltp_read_write"];
 struct Run {
     transactions: u64,
     tps: f64,
+    /// The server's CPU time during the run (zero from a script that does not report it).
+    server_cpu: Duration,
     latency: Result<Histogram<u64>, String>,
 }
 
@@ -253,7 +258,7 @@ fn script_path() -> PathBuf {
         })
 }
 
-/// Lines `workload lock threads tps p95 max errors transactions`.
+/// Lines `workload lock threads tps p95 max errors transactions [server_cpu_ms]`.
 fn parse_results(text: &str, hist_dir: &Path) -> HashMap<Key, Run> {
     let mut runs = HashMap::new();
     for line in text.lines() {
@@ -273,6 +278,9 @@ fn parse_results(text: &str, hist_dir: &Path) -> HashMap<Key, Run> {
             Run {
                 transactions,
                 tps,
+                server_cpu: Duration::from_millis(
+                    f.get(8).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0),
+                ),
                 latency: read_histogram(
                     &hist_dir.join(format!("{}-{}-{}.txt", f[0], f[1], threads)),
                 ),
@@ -317,7 +325,7 @@ fn measurement(run: &Run) -> Result<Measurement, String> {
         ops_all: run.transactions,
         tally: 0,
         elapsed,
-        cpu: Duration::ZERO,
+        cpu: run.server_cpu,
         // The server's threads are another process's.
         thread_cpu: Vec::new(),
         switches: None,
@@ -366,7 +374,7 @@ mod tests {
         )
         .unwrap();
         let runs = parse_results(
-            "oltp_read_only glibc 4 1100.00 2.00 2.00 0 11000\n\
+            "oltp_read_only glibc 4 1100.00 2.00 2.00 0 11000 7700\n\
              oltp_read_only glibc 8 1200.00 2.00 2.00 0 12000\n",
             &dir,
         );
@@ -379,6 +387,12 @@ mod tests {
         assert_eq!(m.latency.len(), 11);
         assert!(m.latency.max() >= 1_990_000 && m.latency.max() <= 2_010_000);
         assert!((m.elapsed.as_secs_f64() - 10.0).abs() < 1e-6);
+        // The server's CPU time: 7.7 s for 11000 transactions, 700 us each.
+        assert_eq!(m.cpu, Duration::from_millis(7700));
+        assert_eq!(crate::bench::stats::summarize(&m).cpu_ns_per_op, 700_000.0);
+        // A row from a script that does not report the server's CPU time reads zero.
+        let old = &runs[&("oltp_read_only".into(), "glibc".into(), 8)];
+        assert_eq!(old.server_cpu, Duration::ZERO);
         // A row whose histogram file is missing fails its point, naming the file.
         let missing = measurement(&runs[&("oltp_read_only".into(), "glibc".into(), 8)]);
         assert!(
