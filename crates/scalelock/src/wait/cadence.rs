@@ -110,7 +110,7 @@ struct Reading {
     /// The thread's CPU time then (ns).
     cpu_ns: u64,
     /// The thread's gap after it: its CPU time per wait over its last few readings, in ns
-    /// (see the module docs and [`next_gap`]; 0: no reading yet).
+    /// (see the module docs and [`next_gap`]; meaningless while `at_ns` is 0, no reading yet).
     gap_ns: u64,
 }
 
@@ -374,7 +374,8 @@ pub(crate) fn waits_seldom() -> bool {
         };
         let waits = BEGUN.try_with(|n| n.replace(0)).unwrap_or(0);
         // Never read: `last.cpu_ns` is 0, the thread's CPU time at its start.
-        let gap_ns = next_gap(last.gap_ns, last.cpu_ns, cpu_ns, waits);
+        let gap = (last.at_ns != 0).then_some(last.gap_ns);
+        let gap_ns = next_gap(gap, last.cpu_ns, cpu_ns, waits);
         let _ = LAST_READ.try_with(|l| {
             l.set(Reading {
                 at_ns,
@@ -404,17 +405,15 @@ pub(crate) fn thread_cpu_ns() -> Option<u64> {
 
 /// A thread's gap after a reading at CPU time `now_ns`, where its previous reading was at
 /// `previous_ns` (0: the thread's start) with `waits` waits begun since (this one among them;
-/// 0 counts as 1), and its gap was `gap_ns` (0: no reading yet): the reading's CPU time per
-/// wait, at most [`SAMPLE_CAP_NS`], weighs a quarter, the gap three quarters; the first
-/// reading (as much at most) is the gap. Never 0 once read.
+/// 0 counts as 1), and its gap was `gap_ns` (`None`: no reading yet): the reading's CPU time
+/// per wait, at most [`SAMPLE_CAP_NS`], weighs a quarter, the gap three quarters; the first
+/// reading (as much at most) is the gap.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 #[inline]
-pub(crate) fn next_gap(gap_ns: u64, previous_ns: u64, now_ns: u64, waits: u32) -> u64 {
+pub(crate) fn next_gap(gap_ns: Option<u64>, previous_ns: u64, now_ns: u64, waits: u32) -> u64 {
     let reading = (now_ns.saturating_sub(previous_ns) / u64::from(waits.max(1))).min(SAMPLE_CAP_NS);
-    let gap = if gap_ns == 0 {
-        reading
-    } else {
-        (3 * gap_ns + reading) / 4
-    };
-    gap.max(1)
+    match gap_ns {
+        None => reading,
+        Some(gap) => (3 * gap + reading) / 4,
+    }
 }

@@ -457,39 +457,41 @@ fn a_threads_gap_follows_its_last_few_readings_of_cpu_time_per_wait() {
     // (gap, the previous reading at, this one at, waits begun since, the next gap)
     let cases = [
         // The first reading is the gap: CPU time since the thread's start, per wait.
-        (0, 0, 5, 1, 5),
-        (0, 0, SELDOM_NS * 10, 100, SELDOM_NS / 10),
-        (0, 1_000, 1_000 + SELDOM_NS, 1, SELDOM_NS),
-        (0, 1_000, 1_000 + SELDOM_NS, 0, SELDOM_NS),
-        (0, 1_000, 1_000 + 2 * SELDOM_NS, 2, SELDOM_NS),
+        (None, 0, 5, 1, 5),
+        (None, 0, SELDOM_NS * 10, 100, SELDOM_NS / 10),
+        (None, 1_000, 1_000 + SELDOM_NS, 1, SELDOM_NS),
+        (None, 1_000, 1_000 + SELDOM_NS, 0, SELDOM_NS),
+        (None, 1_000, 1_000 + 2 * SELDOM_NS, 2, SELDOM_NS),
+        (None, 1_000, 1_000, 1, 0),
         // As much at most: a long start is forgotten within a few readings.
-        (0, 0, SELDOM_NS * 1_000, 1, SAMPLE_CAP_NS),
+        (None, 0, SELDOM_NS * 1_000, 1, SAMPLE_CAP_NS),
         // Then a reading weighs a quarter.
-        (SELDOM_NS, 1_000, 1_000, 1, 3 * SELDOM_NS / 4),
+        (Some(SELDOM_NS), 1_000, 1_000, 1, 3 * SELDOM_NS / 4),
         (
-            SELDOM_NS,
+            Some(SELDOM_NS),
             1_000,
             1_000 + 3 * SELDOM_NS,
             1,
             3 * SELDOM_NS / 2,
         ),
         (
-            SELDOM_NS,
+            Some(SELDOM_NS),
             1_000,
             1_000 + 100 * SELDOM_NS,
             1,
             7 * SELDOM_NS / 4,
         ),
-        (4, 1_000, 1_000 + 4 * SELDOM_NS, 4, 3 + SELDOM_NS / 4),
-        // Never 0 once read, and a reading older than the previous one counts as none.
-        (0, 1_000, 1_000, 1, 1),
-        (1, 5_000, 4_000, 1, 1),
+        (Some(4), 1_000, 1_000 + 4 * SELDOM_NS, 4, 3 + SELDOM_NS / 4),
+        // A gap of 0 is a gap like any other, not "no reading yet".
+        (Some(0), 1_000, 1_000 + 4 * SELDOM_NS, 1, SELDOM_NS),
+        // A reading older than the previous one counts as none.
+        (Some(4), 5_000, 4_000, 1, 3),
     ];
     for (gap, previous, now, waits, want) in cases {
         assert_eq!(
             next_gap(gap, previous, now, waits),
             want,
-            "{gap}: {previous} -> {now}, {waits}"
+            "{gap:?}: {previous} -> {now}, {waits}"
         );
     }
 }
