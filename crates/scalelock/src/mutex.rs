@@ -22,7 +22,8 @@
 //! starving class, which takes ownership and ends starvation mode. If no starving thread sleeps (it
 //! is on its way back, or gave up), `unlock` takes the hand-off back and releases as usual.
 //!
-//! Four things make the bound hold when threads outnumber CPUs, where wake-ups are slow:
+//! Four things make the bound hold when threads outnumber CPUs, where wake-ups are slow, and a
+//! fifth keeps what the bound costs down where nobody is passed over:
 //! - *The class* makes the hand-off reach the thread that starved. The kernel's queue is FIFO,
 //!   but a woken sleeper that lost the lock to a running thread goes to sleep again at its
 //!   tail, so the oldest sleeper is seldom the one that starved; a hand-off to it left the
@@ -34,7 +35,8 @@
 //!   say that it starves. So a sleeper sleeps at most until its mark (at least a sixteenth of
 //!   it), and a starving one at most one more `STARVATION_NS` at a time (another starving
 //!   thread's hand-off may have ended starvation mode meanwhile): it wakes by itself, with no
-//!   wake-up to pass on, and announces `STARVING` again if the lock is still held.
+//!   wake-up to pass on, and announces `STARVING` again if the lock is still held. (A thread
+//!   that re-takes the mutex after a condition variable's wait is the exception, see below.)
 //! - *Yields count.* Where threads outnumber CPUs, each yield lasts a round of the threads
 //!   runnable on the waiter's CPU (Linux's EEVDF scheduler puts a yielder behind the threads
 //!   that have not run their slice), so a waiter's few yields can outlast the mark before it
@@ -53,19 +55,35 @@
 //!   what the hand-off would have cost the lock, and a lock has one vigil at a time (only the
 //!   waiter that raised the flag keeps it): vigils kept by every starving waiter at once took
 //!   the CPUs from the holders they waited for.
+//! - *A bound that finds nothing changed doubles.* A sleep that its bound ends on a word that
+//!   nobody has changed since the sleeper announced itself says that the lock has not been
+//!   released meanwhile (its holder is preempted, or holds long): nobody has been passed over,
+//!   and there is nothing to announce. The sleeper sleeps on, and the lock's *quiet level*
+//!   (kept in its spin estimate's word, see `SpinEstimate::quiet`) rises by one; every bound
+//!   of the lock's sleepers is doubled as many times as the level says (up to 16 times
+//!   `STARVATION_NS`), and a bound that ends on a changed word (or a refused sleep) sets the
+//!   level back to 0, so a lock whose sleepers are passed over keeps the plain bounds. A
+//!   wake-up by a timer is not free where threads outnumber CPUs: Linux charges it to
+//!   whichever thread the timer's interrupt lands on, as if that thread had woken another,
+//!   and threads that seem to wake many others are no longer placed next to the threads they
+//!   wake (`wake_wide`). A server whose holders are often preempted (MariaDB under the preload
+//!   library) had its sleepers' bounds end, one per starvation mark, on locks nobody had
+//!   released, and its clients and connection threads, interrupted by those timers, ended up
+//!   on different CPUs more often: every request then crossed CPUs, and a transaction cost
+//!   more CPU time than under glibc's mutex, which never bounds a sleep.
 //!
 //! A waiter whose sleep is refused (it set `CONTENDED`, and before the kernel compared the word
 //! the lock was released, clearing the flag, and taken again), or whose spin found the lock
 //! released and re-taken by others under its eyes while the lock's recent waits all spun in
 //! vain too (see the wait layer's `FUTILE_WAITS_DOZE`), or whose look found the lock just released
 //! on a far CPU and re-taken there within the time a hand-off would take (see
-//! `Waiter::declined`), dozes from then on: it sleeps for about
-//! a wake-up latency on a word of its own, without announcing itself, and looks again (see
-//! `Waiter::doze`). A lock re-taken that fast is one whose threads keep it busy without help;
-//! an announced sleeper would cost each release a wake and be refused again, and a spinning or
-//! yielding one would keep pulling the lock's line to its own CPU. A dozer changes no flag in the state word, so the drawing below has no transition for
-//! it. It sleeps on the word again, announced, once it has waited longer than
-//! [`STARVATION_NS`]: `STARVING` then ends the barging that kept it out.
+//! `Waiter::declined`), dozes from then on: it sleeps for about a wake-up latency on a word of
+//! its own, without announcing itself, and looks again (see `Waiter::doze`). A lock re-taken
+//! that fast is one whose threads keep it busy without help; an announced sleeper would cost
+//! each release a wake and be refused again, and a spinning or yielding one would keep pulling
+//! the lock's line to its own CPU. A dozer changes no flag in the state word, so the drawing
+//! below has no transition for it. It sleeps on the word again, announced, once it has waited
+//! longer than [`STARVATION_NS`]: `STARVING` then ends the barging that kept it out.
 //!
 //! A thread that re-takes the mutex after a condition variable's wait (scalelock's `Condvar`,
 //! or a caller's own through [`RawMutex::lock_woken`]) makes no yields: it spins while spinning
@@ -77,6 +95,15 @@
 //! waits spent nearly all of their waiting in yields). A sleeper is woken by the release and
 //! placed again. Its thread was off its CPU, so the yields' saving (no futex wake for a thread
 //! that takes the lock again and again) does not apply to it.
+//!
+//! Nor does such a thread's sleep have a starvation bound: it sleeps until a release wakes it,
+//! and only once it has been woken, found the lock taken and been away past its mark does it
+//! starve, its sleeps then bounded as any starving waiter's. The notifier often holds the mutex
+//! as it notifies, and the threads it woke queue behind it and behind each other; where
+//! threads outnumber CPUs their waits outlast the mark, and bounds that ended them woke each by
+//! a timer, which costs more than the wake-up (see the fifth point above): MariaDB's thread
+//! pool, whose workers re-take its mutex after every wait for a task, had most of the timer
+//! wake-ups that the bound caused.
 //!
 //! # State word
 //!
@@ -476,8 +503,10 @@ impl RawMutex {
                 s = want;
             }
             // A sleeper looks again by its starvation mark at the latest, and a starving one
-            // every STARVATION_NS, whether or not anyone wakes it (see the module docs).
-            let (class, at_most) = if starving {
+            // every STARVATION_NS, whether or not anyone wakes it: bounds that the lock's
+            // quiet level doubles, as many times over as it says; a re-take after a condition
+            // variable's wait sleeps until woken until it starves (see the module docs).
+            let (class, bound) = if starving {
                 (STARVING_CLASS, STARVATION_NS)
             } else {
                 (
@@ -487,7 +516,26 @@ impl RawMutex {
                         .max(STARVATION_NS / 16),
                 )
             };
-            let outcome = w.sleep_outcome_for(&self.state, s, class, at_most);
+            let outcome = if !yields && !starving {
+                // A re-take after a condition variable's wait (it makes no yields).
+                w.sleep_outcome_in(&self.state, s, class)
+            } else {
+                let mut quiet = self.spin.quiet();
+                loop {
+                    let outcome = w.sleep_outcome_for(&self.state, s, class, bound << quiet);
+                    // Under loom the bound is left out (see Waiter::sleep_outcome_for).
+                    if outcome != futex::WaitOutcome::NotWoken || cfg!(loom) {
+                        break outcome;
+                    }
+                    // Ended by its bound (or refused): on a word nobody changed meanwhile, the
+                    // lock was not released, nobody has been passed over, and it sleeps on.
+                    let unchanged = self.state.load(Ordering::Relaxed) == s;
+                    quiet = self.spin.bound_ended(unchanged);
+                    if !unchanged {
+                        break outcome;
+                    }
+                }
+            };
             slept = true;
             vigil_kept = false;
             if outcome == futex::WaitOutcome::TimedOut {

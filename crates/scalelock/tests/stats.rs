@@ -796,3 +796,71 @@ fn dropped_locks_leave_room_and_lose_nothing() {
         .expect("the named lock's row");
     assert_eq!(named.counters.acquisitions, 1);
 }
+
+/// A sleeper whose starvation bound ends its sleep on a word that nobody has changed (the
+/// holder has not released: it is preempted, or holds long) sleeps on for twice as long each
+/// time, and its lock remembers that (its quiet level, see the mutex's docs): behind a hold
+/// that nobody releases it sleeps a handful of times, not once per starvation mark, and the
+/// next wait behind such a hold starts from the longest bound.
+#[test]
+fn a_sleeper_behind_a_hold_nobody_releases_sleeps_twice_as_long_each_time() {
+    let _s = recording_without_hold_samples();
+    let m = Arc::new(Mutex::new(0u32));
+    let a = addr_of(&m);
+    let mut waits = Vec::new();
+    for _ in 0..2 {
+        stats::reset();
+        let g = m.lock();
+        let m2 = Arc::clone(&m);
+        let waiter = std::thread::spawn(move || *m2.lock() += 1);
+        until_a_waiter_sleeps(&m, Duration::from_micros(200));
+        std::thread::sleep(Duration::from_millis(64));
+        drop(g);
+        waiter.join().unwrap();
+        let r = stats::report();
+        let c = lock_report(&r, a).expect("lock recorded").counters;
+        assert!(c.contended == 1 && c.wait_ns >= 64_000_000, "{c:?}");
+        waits.push((c.sleeps, c.wait_ns / 1_000_000));
+    }
+    stats::disable();
+    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
+    assert_eq!(*m.lock(), 2);
+    // Bounds of 1, 2, 4, 8 ms, then 16 ms each (scalelock::STARVATION_NS and its doublings),
+    // where one per millisecond would make a sleep per millisecond of the wait; the second
+    // wait's bounds start at 16 ms.
+    let (first, second) = (waits[0], waits[1]);
+    assert!(first.0 <= 6 + first.1 / 16, "{waits:?}");
+    assert!(second.0 <= 2 + second.1 / 16, "{waits:?}");
+}
+
+/// A thread that re-takes a mutex after a condition variable's wait (`lock_woken`) sleeps until
+/// the release wakes it, however long the hold: no bound ends its sleep, where another sleeper's
+/// bounds would (see the test above and the mutex's docs).
+#[test]
+fn a_re_take_after_a_condvar_wait_sleeps_until_the_release_wakes_it() {
+    use lock_api::RawMutex as _;
+    let _s = recording_without_hold_samples();
+    let m = Arc::new(RawMutex::INIT);
+    let a = Arc::as_ptr(&m) as usize;
+    m.lock();
+    let m2 = Arc::clone(&m);
+    let waiter = std::thread::spawn(move || {
+        m2.lock_woken();
+        // SAFETY: locked just above by this thread.
+        unsafe { m2.unlock() };
+    });
+    let t0 = Instant::now();
+    while !m.is_contended() && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    std::thread::sleep(Duration::from_millis(64));
+    // SAFETY: locked above by this thread.
+    unsafe { m.unlock() };
+    waiter.join().unwrap();
+    let r = stats::report();
+    stats::disable();
+    stats::set_sample_period(stats::DEFAULT_SAMPLE_PERIOD);
+    let c = lock_report(&r, a).expect("lock recorded").counters;
+    assert!(c.contended == 1 && c.wait_ns >= 64_000_000, "{c:?}");
+    assert_eq!(c.sleeps, 1, "{c:?}");
+}

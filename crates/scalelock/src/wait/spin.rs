@@ -319,14 +319,15 @@ pub(crate) const EXPLORE_EVERY: u32 = 8;
 /// The estimate word:
 ///
 /// ```text
-///  31     28 27   23 22   20 19   16 15                            0
-/// +---------+-------+-------+-------+-------------------------------+
-/// |  cycle  |  (0)  | catch | fails |     estimate (nanoseconds)    |
-/// +---------+-------+-------+-------+-------------------------------+
+///  31     28 27 26 25   23 22   20 19   16 15                            0
+/// +---------+-----+-------+-------+-------+-------------------------------+
+/// |  cycle  | (0) | quiet | catch | fails |     estimate (nanoseconds)    |
+/// +---------+-----+-------+-------+-------+-------------------------------+
 /// ```
 ///
 /// The estimate, failures since the last exploration (at most [`EXPLORE_EVERY`]), the lock's
-/// catch score (see [`SpinEstimate::catch_score`]) and its place in its watch cycle (see
+/// catch score (see [`SpinEstimate::catch_score`]), its quiet level (see
+/// [`SpinEstimate::quiet`]) and its place in its watch cycle (see
 /// [`SpinEstimate::watch_turn`]). Each field has one writer method, which keeps the others.
 const EST_MASK: u32 = 0xffff;
 const FAIL_SHIFT: u32 = 16;
@@ -334,12 +335,19 @@ const FAIL_MASK: u32 = 0xf;
 const _: () = assert!(EXPLORE_EVERY <= FAIL_MASK);
 const CATCH_SHIFT: u32 = 20;
 const CATCH_BITS: u32 = CATCH_SCORE_MAX << CATCH_SHIFT;
+const QUIET_SHIFT: u32 = 23;
+const QUIET_BITS: u32 = 0x7 << QUIET_SHIFT;
+const _: () = assert!(QUIET_MAX <= 0x7);
 // The fields do not overlap.
 const _: () = assert!(
     EST_MASK & (FAIL_MASK << FAIL_SHIFT) == 0
         && (EST_MASK | FAIL_MASK << FAIL_SHIFT) & CATCH_BITS == 0
-        && (EST_MASK | FAIL_MASK << FAIL_SHIFT | CATCH_BITS) & CYCLE_BITS == 0
+        && (EST_MASK | FAIL_MASK << FAIL_SHIFT | CATCH_BITS) & QUIET_BITS == 0
+        && (EST_MASK | FAIL_MASK << FAIL_SHIFT | CATCH_BITS | QUIET_BITS) & CYCLE_BITS == 0
 );
+
+/// The highest quiet level (see [`SpinEstimate::quiet`]).
+pub(crate) const QUIET_MAX: u32 = 4;
 
 /// The highest catch score (see [`SpinEstimate::catch_score`]).
 pub(crate) const CATCH_SCORE_MAX: u32 = 7;
@@ -429,6 +437,36 @@ impl SpinEstimate {
         if next != score {
             self.0
                 .store((v & !CATCH_BITS) | (next << CATCH_SHIFT), Ordering::Relaxed);
+        }
+        next
+    }
+
+    /// The lock's quiet level, `0..=QUIET_MAX`: how many times over, lately, a sleeper's bound
+    /// (the mutex's starvation bound) has ended its sleep on a word that nobody had changed
+    /// meanwhile (see [`bound_ended`](Self::bound_ended)). Its sleepers' bounds are that many
+    /// times twice as long (see the mutex's docs).
+    #[inline]
+    pub(crate) fn quiet(&self) -> u32 {
+        (self.0.load(Ordering::Relaxed) & QUIET_BITS) >> QUIET_SHIFT
+    }
+
+    /// A sleeper's bound ended its sleep; `unchanged`: on a word that nobody had changed since
+    /// it fell asleep (the lock was not released meanwhile, as far as the word tells). Raises
+    /// the quiet level by one (at most [`QUIET_MAX`]) if so, else sets it to 0; returns the
+    /// new level. Relaxed, like [`record`](Self::record): a lost update only costs one sleep
+    /// its bound.
+    #[inline]
+    pub(crate) fn bound_ended(&self, unchanged: bool) -> u32 {
+        let v = self.0.load(Ordering::Relaxed);
+        let level = (v & QUIET_BITS) >> QUIET_SHIFT;
+        let next = if unchanged {
+            (level + 1).min(QUIET_MAX)
+        } else {
+            0
+        };
+        if next != level {
+            self.0
+                .store((v & !QUIET_BITS) | (next << QUIET_SHIFT), Ordering::Relaxed);
         }
         next
     }
@@ -534,8 +572,8 @@ impl SpinEstimate {
         } else {
             (est - est / 8) | (fails + 1) << FAIL_SHIFT
         };
-        // The watch cycle and the catch score are not this method's to change.
-        let new = learned | (v & (CYCLE_BITS | CATCH_BITS));
+        // The watch cycle, the catch score and the quiet level are not this method's to change.
+        let new = learned | (v & (CYCLE_BITS | CATCH_BITS | QUIET_BITS));
         if new != v {
             self.0.store(new, Ordering::Relaxed);
         }

@@ -3,7 +3,7 @@
 
 use super::look::Look;
 use super::spin::{
-    CATCH_FAIL_PENALTY, CATCH_SCORE_MAX, EXPLORE_EVERY, MIN_PROBE_NS, WATCHED_PER_CYCLE,
+    CATCH_FAIL_PENALTY, CATCH_SCORE_MAX, EXPLORE_EVERY, MIN_PROBE_NS, QUIET_MAX, WATCHED_PER_CYCLE,
     WATCH_CYCLE,
 };
 use super::waiter::{
@@ -1477,6 +1477,44 @@ fn a_catch_test_passes_on_a_word_released_while_it_polls_and_left_free() {
         });
         assert_eq!(catch_test(&word, &held, 500_000_000), (true, 8));
     });
+}
+
+#[test]
+fn a_locks_quiet_level_rises_one_per_unchanged_bound_to_its_max_falls_to_0_and_keeps_its_field() {
+    let e = SpinEstimate::new();
+    assert_eq!(e.quiet(), 0);
+    // (the bound ended on an unchanged word, the level after), from 0.
+    let mut steps = vec![(false, 0), (true, 1), (true, 2), (false, 0)];
+    steps.extend((1..=QUIET_MAX).map(|level| (true, level)));
+    steps.extend([(true, QUIET_MAX), (true, QUIET_MAX), (false, 0), (true, 1)]);
+    for (i, &(unchanged, after)) in steps.iter().enumerate() {
+        assert_eq!(e.bound_ended(unchanged), after, "step {i}");
+        assert_eq!(e.quiet(), after, "step {i}");
+    }
+    // The other fields keep the level, and the level keeps them.
+    e.bound_ended(true);
+    let level = e.quiet();
+    let est = e.get();
+    for _ in 0..3 {
+        e.record(false, 0);
+    }
+    e.caught(true);
+    for _ in 0..WATCHED_PER_CYCLE {
+        e.watched(false);
+    }
+    assert_eq!(e.quiet(), level);
+    assert!(e.get() < est);
+    let fields = (e.get(), e.futile_waits(), e.catch_score(), e.watch_turn());
+    assert_eq!(fields.1, 3);
+    for _ in 0..=QUIET_MAX {
+        e.bound_ended(true);
+    }
+    assert_eq!(e.quiet(), QUIET_MAX);
+    e.bound_ended(false);
+    assert_eq!(
+        (e.get(), e.futile_waits(), e.catch_score(), e.watch_turn()),
+        fields
+    );
 }
 
 #[test]

@@ -947,6 +947,20 @@ impl<'a> Waiter<'a> {
         }
     }
 
+    /// [`sleep_outcome`](Self::sleep_outcome), sleeping in `class` (see
+    /// [`futex::wait_outcome_in`]) until woken or the deadline, with no bound of its own (the
+    /// mutex's re-take after a condition variable's wait, see its docs).
+    #[inline]
+    pub(crate) fn sleep_outcome_in(
+        &mut self,
+        word: &AtomicU32,
+        expected: u32,
+        class: u32,
+    ) -> WaitOutcome {
+        self.before_sleep();
+        futex::wait_outcome_in(word, expected, self.deadline, class)
+    }
+
     /// Naps on `word` while it holds `expected`, for `nap` at most (and not past the deadline):
     /// for a waiter that re-checks on its own schedule, not one that relies on a wake-up.
     #[inline]
