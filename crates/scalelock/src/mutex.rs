@@ -218,7 +218,7 @@ impl RawMutex {
             .compare_exchange_weak(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            self.lock_slow(None, false, true);
+            self.lock_slow(None, false, false);
         }
     }
 
@@ -279,7 +279,7 @@ impl RawMutex {
         self.state
             .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
-            || self.lock_slow(Some(deadline), false, true)
+            || self.lock_slow(Some(deadline), false, false)
     }
 
     /// Releases the mutex.
@@ -334,7 +334,7 @@ impl RawMutex {
     /// no yields (see the module docs).
     #[inline]
     pub(crate) fn lock_after_wake(&self) {
-        self.lock_slow(None, true, false);
+        self.lock_slow(None, true, true);
     }
 
     /// Acquires the mutex for a thread just woken from a wait on something else (a condition
@@ -355,7 +355,7 @@ impl RawMutex {
     #[inline]
     pub fn lock_woken(&self) {
         if !self.try_lock_idle() {
-            self.lock_slow(None, false, false);
+            self.lock_slow(None, false, true);
         }
     }
 
@@ -365,10 +365,11 @@ impl RawMutex {
     }
 
     /// The contended path of `lock`. `slept` is true for a thread that has already slept (see
-    /// `lock_after_wake`); `yields` is false for a thread re-taking the mutex after a condition
-    /// variable's wait (see the module docs). Returns false only if `deadline` passed first.
+    /// `lock_after_wake`); `retake` is true for a thread re-taking the mutex after a condition
+    /// variable's wait, which makes no yields and sleeps until woken until it starves (see the
+    /// module docs). Returns false only if `deadline` passed first.
     #[cold]
-    fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool, yields: bool) -> bool {
+    fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool, retake: bool) -> bool {
         // The waiter polls in short steps (see Spinner::polling): while the lock is held it
         // only reads the word, which costs the holder nothing until the holder writes it, and
         // it writes the word only once it has read it free (or to announce a sleep). Backoff
@@ -376,7 +377,7 @@ impl RawMutex {
         // release pass unseen whenever the releaser's next acquisition follows within a step:
         // the bench's mutex-short lost throughput that way.
         let mut w = Waiter::polling(&self.spin, deadline, Subject::Held(self));
-        if yields {
+        if !retake {
             w = w.yielding();
         }
         let mut w = w.rotating();
@@ -516,8 +517,7 @@ impl RawMutex {
                         .max(STARVATION_NS / 16),
                 )
             };
-            let outcome = if !yields && !starving {
-                // A re-take after a condition variable's wait (it makes no yields).
+            let outcome = if retake && !starving {
                 w.sleep_outcome_in(&self.state, s, class)
             } else {
                 let mut quiet = self.spin.quiet();

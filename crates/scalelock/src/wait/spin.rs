@@ -427,18 +427,13 @@ impl SpinEstimate {
     /// only costs the score one test.
     #[inline]
     pub(crate) fn caught(&self, passed: bool) -> u32 {
-        let v = self.0.load(Ordering::Relaxed);
-        let score = (v & CATCH_BITS) >> CATCH_SHIFT;
-        let next = if passed {
-            (score + 1).min(CATCH_SCORE_MAX)
-        } else {
-            score.saturating_sub(CATCH_FAIL_PENALTY)
-        };
-        if next != score {
-            self.0
-                .store((v & !CATCH_BITS) | (next << CATCH_SHIFT), Ordering::Relaxed);
-        }
-        next
+        self.move_field(CATCH_BITS, CATCH_SHIFT, |score| {
+            if passed {
+                (score + 1).min(CATCH_SCORE_MAX)
+            } else {
+                score.saturating_sub(CATCH_FAIL_PENALTY)
+            }
+        })
     }
 
     /// The lock's quiet level, `0..=QUIET_MAX`: how many times over, lately, a sleeper's bound
@@ -457,18 +452,30 @@ impl SpinEstimate {
     /// its bound.
     #[inline]
     pub(crate) fn bound_ended(&self, unchanged: bool) -> u32 {
+        self.move_field(QUIET_BITS, QUIET_SHIFT, |level| {
+            if unchanged {
+                (level + 1).min(QUIET_MAX)
+            } else {
+                0
+            }
+        })
+    }
+
+    /// Moves the field at `bits` (its lowest bit at `shift`) from its value to `next` of it,
+    /// keeping the word's other fields, and returns the new value: the one writer of the
+    /// catch score, the quiet level and the watch cycle. A Relaxed load and store, not a
+    /// read-modify-write: a racing update of another field may be lost, which costs that
+    /// field one sample.
+    #[inline]
+    fn move_field(&self, bits: u32, shift: u32, next: impl FnOnce(u32) -> u32) -> u32 {
         let v = self.0.load(Ordering::Relaxed);
-        let level = (v & QUIET_BITS) >> QUIET_SHIFT;
-        let next = if unchanged {
-            (level + 1).min(QUIET_MAX)
-        } else {
-            0
-        };
-        if next != level {
+        let value = (v & bits) >> shift;
+        let new = next(value);
+        if new != value {
             self.0
-                .store((v & !QUIET_BITS) | (next << QUIET_SHIFT), Ordering::Relaxed);
+                .store((v & !bits) | ((new << shift) & bits), Ordering::Relaxed);
         }
-        next
+        new
     }
 
     /// Whether the next yielding waiter of this lock watches it (times its looks; see the
@@ -489,13 +496,13 @@ impl SpinEstimate {
     /// a lost update only shifts the cycle by a wait.
     #[inline]
     pub(crate) fn watched(&self, verdict: bool) {
-        let v = self.0.load(Ordering::Relaxed);
-        let at = v >> CYCLE_SHIFT;
-        let next = if verdict { 0 } else { (at + 1) % WATCH_CYCLE };
-        if next != at {
-            self.0
-                .store((v & !CYCLE_BITS) | (next << CYCLE_SHIFT), Ordering::Relaxed);
-        }
+        self.move_field(CYCLE_BITS, CYCLE_SHIFT, |at| {
+            if verdict {
+                0
+            } else {
+                (at + 1) % WATCH_CYCLE
+            }
+        });
     }
 
     /// The spin budget for the next acquisition under the current policy.
