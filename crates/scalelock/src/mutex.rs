@@ -330,8 +330,8 @@ impl RawMutex {
     }
 
     /// Acquires the mutex as a thread that has already slept (a condvar waiter that may have been
-    /// requeued onto this mutex): it may take a hand-off, leaves `MAYBE_SLEEPING` set, and makes
-    /// no yields (see the module docs).
+    /// requeued onto this mutex): it may take a hand-off, leaves `MAYBE_SLEEPING` set, makes no
+    /// yields, and sleeps until woken until it starves (see the module docs).
     #[inline]
     pub(crate) fn lock_after_wake(&self) {
         self.lock_slow(None, true, true);
@@ -339,8 +339,9 @@ impl RawMutex {
 
     /// Acquires the mutex for a thread just woken from a wait on something else (a condition
     /// variable the caller implements itself): as [`lock`](Self::lock), but a contended wait
-    /// spins while spinning pays and then sleeps, without yielding its CPU (see the module
-    /// docs).
+    /// spins while spinning pays and then sleeps, without yielding its CPU, until a release
+    /// wakes it (no starvation bound ends its sleep until it has been woken into a taken lock
+    /// past its mark; see the module docs).
     ///
     /// ```
     /// use lock_api::RawMutex as _;
