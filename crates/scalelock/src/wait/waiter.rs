@@ -905,8 +905,7 @@ impl<'a> Waiter<'a> {
     /// [`futex::wait_outcome`]).
     #[inline]
     pub(crate) fn sleep_outcome(&mut self, word: &AtomicU32, expected: u32) -> WaitOutcome {
-        self.before_sleep();
-        futex::wait_outcome(word, expected, self.deadline)
+        self.sleep_outcome_in(word, expected, futex::ANY_CLASS)
     }
 
     /// [`sleep_outcome`](Self::sleep_outcome), sleeping in `class` (see
