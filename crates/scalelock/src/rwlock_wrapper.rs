@@ -36,6 +36,33 @@ use std::time::{Duration, Instant};
 #[cfg(feature = "lockstat")]
 const LINE_PAD: usize = 64 - size_of::<AtomicPtr<table::Entry>>() - size_of::<table::Label>();
 
+/// A tracked write's first, quick attempt: the write lock if taking it needs no waiting and a
+/// failure leaves the lock as it found it. Only if it fails does the write name its call site
+/// and take the contended path, which lockstat then records.
+#[cfg(feature = "lockstat")]
+trait QuickWrite {
+    fn try_write_quick(&self) -> bool;
+}
+
+#[cfg(feature = "lockstat")]
+impl QuickWrite for RawRwLock {
+    #[inline]
+    fn try_write_quick(&self) -> bool {
+        self.try_lock_exclusive()
+    }
+}
+
+#[cfg(feature = "lockstat")]
+impl QuickWrite for RawBiasedRwLock {
+    /// Only with the bias off: a try that finds the bias on revokes it, and one that then finds
+    /// a deferred reader inside turns it back on and fails, work that the write's own path
+    /// (which revokes it once and waits) would repeat.
+    #[inline]
+    fn try_write_quick(&self) -> bool {
+        self.try_lock_exclusive_unbiased()
+    }
+}
+
 /// Defines one rwlock wrapper over the raw lock `$raw`; `$pad` bytes go between the lockstat
 /// fields and the lock.
 macro_rules! tracked_rwlock {
@@ -138,18 +165,19 @@ macro_rules! tracked_rwlock {
                 hook::with_site(table::site_of_location(site), || wait(raw))
             }
 
-            /// Lockstat bookkeeping for an exclusive acquisition that may wait; counts it.
+            /// Lockstat bookkeeping for an exclusive acquisition that may wait: fast attempt
+            /// first, then the waiting one with the caller named; counts it.
             #[cfg(feature = "lockstat")]
             #[inline(always)]
             fn exclusive_tracked(
                 &self,
                 site: &'static Location<'static>,
+                try_fast: impl FnOnce(&$raw) -> bool,
                 wait: impl FnOnce(&$raw) -> bool,
             ) -> bool {
                 let raw = self.raw_lock();
                 let site = table::site_of_location(site);
-                let ok = lock_api::RawRwLock::try_lock_exclusive(raw)
-                    || hook::with_site(site, || wait(raw));
+                let ok = try_fast(raw) || hook::with_site(site, || wait(raw));
                 if ok {
                     let _ = hook::acquired(raw.stats_key(), &self.entry, &self.label, site);
                 }
@@ -263,7 +291,7 @@ macro_rules! tracked_rwlock {
             pub fn write(&self) -> RwLockWriteGuard<'_, $raw, T> {
                 #[cfg(feature = "lockstat")]
                 if hook::on() {
-                    self.exclusive_tracked(Location::caller(), |r| {
+                    self.exclusive_tracked(Location::caller(), QuickWrite::try_write_quick, |r| {
                         lock_api::RawRwLock::lock_exclusive(r);
                         true
                     });
@@ -279,7 +307,11 @@ macro_rules! tracked_rwlock {
             pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, $raw, T>> {
                 #[cfg(feature = "lockstat")]
                 if hook::on() {
-                    let ok = self.exclusive_tracked(Location::caller(), |_| false);
+                    let ok = self.exclusive_tracked(
+                        Location::caller(),
+                        lock_api::RawRwLock::try_lock_exclusive,
+                        |_| false,
+                    );
                     // SAFETY: the write lock was taken just above if `ok`; the guard releases it.
                     return ok.then(|| unsafe { self.inner.make_write_guard_unchecked() });
                 }
@@ -292,7 +324,7 @@ macro_rules! tracked_rwlock {
             pub fn try_write_for(&self, timeout: Duration) -> Option<RwLockWriteGuard<'_, $raw, T>> {
                 #[cfg(feature = "lockstat")]
                 if hook::on() {
-                    let ok = self.exclusive_tracked(Location::caller(), |r| {
+                    let ok = self.exclusive_tracked(Location::caller(), QuickWrite::try_write_quick, |r| {
                         lock_api::RawRwLockTimed::try_lock_exclusive_for(r, timeout)
                     });
                     // SAFETY: the write lock was taken just above if `ok`; the guard releases it.
@@ -307,7 +339,7 @@ macro_rules! tracked_rwlock {
             pub fn try_write_until(&self, deadline: Instant) -> Option<RwLockWriteGuard<'_, $raw, T>> {
                 #[cfg(feature = "lockstat")]
                 if hook::on() {
-                    let ok = self.exclusive_tracked(Location::caller(), |r| {
+                    let ok = self.exclusive_tracked(Location::caller(), QuickWrite::try_write_quick, |r| {
                         lock_api::RawRwLockTimed::try_lock_exclusive_until(r, deadline)
                     });
                     // SAFETY: the write lock was taken just above if `ok`; the guard releases it.

@@ -178,6 +178,18 @@ const PAUSED: u32 = 3;
 const NAP_MIN_NS: u64 = 50_000;
 const NAP_MAX_NS: u64 = 1_000_000;
 
+/// How long a writer that revokes the bias waits for the deferred readers still inside.
+#[derive(Clone, Copy)]
+enum Patience<'a> {
+    /// Until they leave (a write lock or an upgrade).
+    Unbounded,
+    /// Until they leave or the deadline passes (a timed try).
+    Until(&'a Deadline),
+    /// Not at all (a try): a reader inside fails it. The try records no wait in lockstat, as
+    /// no failed try of any lock does.
+    Never,
+}
+
 const DRAIN_SLEEPING: u32 = 1;
 const DRAIN_STEP: u32 = 2;
 
@@ -715,7 +727,7 @@ impl RawBiasedRwLock {
             self.stop_deferring();
             self.lock.lock_exclusive();
         }
-        self.exclude_readers(None);
+        self.exclude_readers(Patience::Unbounded);
     }
 
     /// A timed writer that stopped deferred readers and gave up lets them back in (unless the
@@ -746,12 +758,23 @@ impl RawBiasedRwLock {
         if !self.lock.try_lock_exclusive() {
             return false;
         }
-        if !self.exclude_readers(Some(&Deadline::after(core::time::Duration::ZERO))) {
+        if !self.exclude_readers(Patience::Never) {
             // SAFETY: taken just above.
             unsafe { self.lock.unlock_exclusive() };
             return false;
         }
         true
+    }
+
+    /// Takes the write lock if it is free and the bias is off: a try that revokes nothing, so
+    /// that its failure leaves the bias as it was (a failed [`try_lock_exclusive`] may have
+    /// revoked it and turned it back on). Lockstat's quick attempt before a write that may
+    /// wait.
+    ///
+    /// [`try_lock_exclusive`]: Self::try_lock_exclusive
+    #[inline]
+    pub(crate) fn try_lock_exclusive_unbiased(&self) -> bool {
+        self.rbias.load(Ordering::Relaxed) == OFF && self.try_lock_exclusive()
     }
 
     /// Takes the write lock, giving up at `deadline`.
@@ -768,7 +791,7 @@ impl RawBiasedRwLock {
                 return false;
             }
         }
-        if !self.exclude_readers(Some(deadline)) {
+        if !self.exclude_readers(Patience::Until(deadline)) {
             // SAFETY: taken just above.
             unsafe { self.lock.unlock_exclusive() };
             return false;
@@ -824,12 +847,12 @@ impl RawBiasedRwLock {
     }
 
     /// Called by the holder of the underlying write lock: revokes the bias if it is on, and
-    /// waits for the deferred readers to leave. False if `deadline` passed first (the bias is
-    /// then back on).
+    /// waits for the deferred readers to leave, as `patience` allows. False if it ran out first
+    /// (the bias is then back on).
     #[inline]
-    fn exclude_readers(&self, deadline: Option<&Deadline>) -> bool {
+    fn exclude_readers(&self, patience: Patience<'_>) -> bool {
         if self.bias_to_revoke() {
-            self.revoke(deadline)
+            self.revoke(patience)
         } else {
             // Restart the count of this thread's reads between two writes (see `bias_pays`).
             held::take_reads();
@@ -925,12 +948,8 @@ impl RawBiasedRwLock {
     /// The calling context must hold an upgradable read lock.
     #[inline]
     pub unsafe fn upgrade(&self) {
-        // SAFETY (both): forwarded contract.
-        if !unsafe { self.lock.try_upgrade() } {
-            self.stop_deferring();
-            unsafe { self.lock.upgrade() };
-        }
-        self.exclude_readers(None);
+        // SAFETY: forwarded contract.
+        unsafe { self.try_upgrade_inner(Patience::Unbounded) };
     }
 
     /// Upgrades if no other reader holds the lock, without waiting.
@@ -940,7 +959,7 @@ impl RawBiasedRwLock {
     #[inline]
     pub unsafe fn try_upgrade(&self) -> bool {
         // SAFETY: forwarded contract.
-        unsafe { self.try_upgrade_inner(&Deadline::after(core::time::Duration::ZERO), true) }
+        unsafe { self.try_upgrade_inner(Patience::Never) }
     }
 
     /// Upgrades, giving up at `deadline` (the upgradable lock is kept then).
@@ -950,23 +969,33 @@ impl RawBiasedRwLock {
     #[inline]
     pub unsafe fn try_upgrade_until(&self, deadline: &Deadline) -> bool {
         // SAFETY: forwarded contract.
-        unsafe { self.try_upgrade_inner(deadline, false) }
+        unsafe { self.try_upgrade_inner(Patience::Until(deadline)) }
     }
 
+    /// Upgrades, waiting as `patience` allows; false if it ran out first (the caller keeps its
+    /// upgradable lock then).
+    ///
     /// # Safety
     /// The calling context must hold an upgradable read lock.
-    unsafe fn try_upgrade_inner(&self, deadline: &Deadline, immediate: bool) -> bool {
-        let upgraded = if immediate {
-            // SAFETY: the caller holds the upgradable lock (this function's contract).
-            unsafe { self.lock.try_upgrade() }
-        } else {
-            // SAFETY: as above.
-            unsafe { self.lock.try_upgrade_until(deadline) }
+    unsafe fn try_upgrade_inner(&self, patience: Patience<'_>) -> bool {
+        let upgraded = match patience {
+            // SAFETY (all three): the caller holds the upgradable lock (this function's
+            // contract).
+            Patience::Never => unsafe { self.lock.try_upgrade() },
+            Patience::Until(deadline) => unsafe { self.lock.try_upgrade_until(deadline) },
+            // As `lock_exclusive`, an upgrader that must wait stops new deferred readers first.
+            Patience::Unbounded => {
+                if !unsafe { self.lock.try_upgrade() } {
+                    self.stop_deferring();
+                    unsafe { self.lock.upgrade() };
+                }
+                true
+            }
         };
         if !upgraded {
             return false;
         }
-        if !self.exclude_readers(Some(deadline)) {
+        if !self.exclude_readers(patience) {
             // SAFETY: upgraded just above; going back keeps the caller's upgradable lock.
             unsafe { self.lock.downgrade_to_upgradable() };
             return false;
@@ -1021,10 +1050,10 @@ impl RawBiasedRwLock {
     }
 
     /// Revokes the bias (the caller holds the underlying write lock) and waits until no deferred
-    /// reader remains. With a deadline that passes first, restores the bias and returns false
-    /// (the deferred readers are still inside).
+    /// reader remains, as `patience` allows. If it runs out first, restores the bias and returns
+    /// false (the deferred readers are still inside).
     #[cold]
-    fn revoke(&self, deadline: Option<&Deadline>) -> bool {
+    fn revoke(&self, patience: Patience<'_>) -> bool {
         let key = self.key();
         let n = self
             .book
@@ -1055,7 +1084,7 @@ impl RawBiasedRwLock {
             if slot.load(Ordering::SeqCst) == key {
                 found = true;
                 let t0 = if timed { now_ns() } else { 0 };
-                if !self.wait_drained(slot, key, deadline) {
+                if !self.wait_drained(slot, key, patience) {
                     drained = false;
                     break 'scan;
                 }
@@ -1156,8 +1185,14 @@ impl RawBiasedRwLock {
     /// nap, but a leaving reader only looks at the bias with a Relaxed load (its unlock stays
     /// two plain memory operations), so it may miss the revocation: the nap is therefore timed
     /// (50 us, doubling up to 1 ms) and the slots are re-checked after it. Correctness never
-    /// depends on a wake-up, only the writer's latency does.
-    fn wait_drained(&self, slot: &AtomicUsize, key: usize, deadline: Option<&Deadline>) -> bool {
+    /// depends on a wake-up, only the writer's latency does. A writer with no patience
+    /// ([`Patience::Never`]) only looks. Returns false if `patience` ran out first.
+    fn wait_drained(&self, slot: &AtomicUsize, key: usize, patience: Patience<'_>) -> bool {
+        let deadline = match patience {
+            Patience::Unbounded => None,
+            Patience::Until(d) => Some(d),
+            Patience::Never => return slot.load(Ordering::Acquire) != key,
+        };
         // Deferred readers leave after a read section: spin about as long as that has been
         // paying on this lock, then nap.
         let mut w = Waiter::polling(&self.lock.spin, deadline, Subject::Drain(self.stats_key()));
