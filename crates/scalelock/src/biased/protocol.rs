@@ -772,6 +772,7 @@ impl RawBiasedRwLock {
     /// wait.
     ///
     /// [`try_lock_exclusive`]: Self::try_lock_exclusive
+    #[cfg(feature = "lockstat")]
     #[inline]
     pub(crate) fn try_lock_exclusive_unbiased(&self) -> bool {
         self.rbias.load(Ordering::Relaxed) == OFF && self.try_lock_exclusive()
