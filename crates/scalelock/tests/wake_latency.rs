@@ -2,6 +2,7 @@
 //! an rwlock reader woken by its writer is a sample of the wake-up latency, which then sets the
 //! floor of every lock's spin budget. (Its own test binary: the estimate is process-wide, and
 //! must start at zero here.)
+#![cfg(not(loom))]
 
 use std::sync::{Arc, Barrier};
 use std::time::Duration;

@@ -772,7 +772,7 @@ impl RawBiasedRwLock {
     /// wait.
     ///
     /// [`try_lock_exclusive`]: Self::try_lock_exclusive
-    #[cfg(feature = "lockstat")]
+    #[cfg(all(feature = "lockstat", not(loom)))]
     #[inline]
     pub(crate) fn try_lock_exclusive_unbiased(&self) -> bool {
         self.rbias.load(Ordering::Relaxed) == OFF && self.try_lock_exclusive()
@@ -1227,6 +1227,7 @@ impl RawBiasedRwLock {
 
 /// Whether the `n`th revocation is timed (one in [`TIME_EVERY`]).
 #[inline]
+#[cfg_attr(loom, allow(clippy::modulo_one))] // under loom every revocation is timed
 fn is_timed(n: u32) -> bool {
     n % TIME_EVERY == 0
 }

@@ -227,17 +227,19 @@ pub(crate) fn next_stretch(stretch_ns: u64, took_ns: u64) -> u64 {
 }
 
 /// This thread gave its CPU away, at `now_ns` (monotonic): a yield or a futex sleep ended
-/// then (`spin::yield_cpu` and `futex::wait_outcome_in` say so). Does nothing under loom or Miri.
+/// then (`spin::yield_cpu` and `futex::wait_outcome_in` say so). Does nothing under Miri; not
+/// built under loom, where neither gives a CPU away.
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn gave_cpu(now_ns: u64) {
-    #[cfg(not(any(loom, miri)))]
+    #[cfg(not(miri))]
     {
         let _ = GAVE_CPU_AT.try_with(|g| g.set(now_ns.max(1)));
         let _ = ROTATION_ASKS.try_with(|n| n.set(0));
         // The time away is no time between asks: the next reading measures from here.
         let _ = ASKED_AT.try_with(|a| a.set(0));
     }
-    #[cfg(any(loom, miri))]
+    #[cfg(miri)]
     let _ = now_ns;
 }
 

@@ -206,17 +206,17 @@ fn all_far_now() -> bool {
 
 /// For tests: every moved line reads as far until the guard is dropped, so that a lock's far
 /// path runs wherever its line moves (whatever this machine's caches are like).
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) struct AllFar;
 
 /// See [`AllFar`].
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) fn all_far() -> AllFar {
     ALL_FAR.store(true, core::sync::atomic::Ordering::Relaxed);
     AllFar
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 impl Drop for AllFar {
     fn drop(&mut self) {
         ALL_FAR.store(false, core::sync::atomic::Ordering::Relaxed);

@@ -36,14 +36,14 @@ pub mod futex;
 
 pub use awake::{spin_until, Awake};
 pub use deadline::{now_ns, Clock, Deadline};
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) use look::all_far;
 pub use look::looks_are_timed;
 pub use spin::{
     note_wake, note_woken, pause_ps, set_spin_policy, spin_policy, wake_latency_ns, SpinBudget,
     SpinEstimate, SpinPolicy, SpinPolicyParseError, Spinner, MAX_ADAPTIVE_SPIN_NS,
 };
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 pub(crate) use waiter::DECLINES;
 pub(crate) use waiter::{rotate_outside_wait, Subject, Waiter};
 
