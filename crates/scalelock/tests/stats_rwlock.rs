@@ -151,6 +151,12 @@ fn a_biased_writer_draining_readers_is_recorded_at_its_call_site() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "one thread, no interleavings to explore, and about two minutes under Miri (most of \
+              them resetting and reading lockstat's table); the failing tries themselves run \
+              under Miri in tests/biased.rs"
+)]
 fn a_failed_try_of_a_biased_write_records_no_wait() {
     let (r, _) = record(|| {
         let l = BiasedRwLock::with_name("biased_try", 0u32);
