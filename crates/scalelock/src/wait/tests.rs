@@ -881,8 +881,8 @@ fn a_threads_stretch_scales_to_a_round_of_round_ns_within_its_bounds() {
 #[test]
 fn a_long_round_shortens_the_stretch_of_waits_in_rounds_only_and_a_waiters_yield_tells_it() {
     use super::cadence::{
-        gave_cpu, rotation_ask, rotation_due, stretch_ns, yield_took, ROTATE_ASK_EVERY,
-        ROTATE_MIN_NS, ROTATE_NS, ROUND_NS,
+        ask_every, gave_cpu, rotation_ask, rotation_due, stretch_ns, yield_took, ROTATE_MIN_NS,
+        ROTATE_NS, ROUND_NS,
     };
     use super::now_ns;
     std::thread::spawn(|| {
@@ -909,8 +909,12 @@ fn a_long_round_shortens_the_stretch_of_waits_in_rounds_only_and_a_waiters_yield
         // yield yet, one rotating in rounds does (unless the thread was preempted past
         // ROTATE_NS, when both may).
         let e = SpinEstimate::new();
+        // The asks are counted from the last yes (or the thread's last yield or sleep); how
+        // many pass until the next reading is what the readings so far set: a reading
+        // delayed past a quarter of a stretch (a preemption) leaves fewer than
+        // ROTATE_ASK_EVERY.
         let asks_until_the_next_reads = || {
-            for _ in 1..ROTATE_ASK_EVERY {
+            for _ in 1..ask_every() {
                 assert!(!rotation_ask());
             }
         };
