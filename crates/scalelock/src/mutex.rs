@@ -331,7 +331,8 @@ impl RawMutex {
 
     /// Acquires the mutex as a thread that has already slept (a condvar waiter that may have been
     /// requeued onto this mutex): it may take a hand-off, leaves `MAYBE_SLEEPING` set, makes no
-    /// yields, and sleeps until woken until it starves (see the module docs).
+    /// yields, and sleeps until a release wakes it; once it starves, its sleeps are bounded
+    /// (see the module docs).
     #[inline]
     pub(crate) fn lock_after_wake(&self) {
         self.lock_slow(None, true, true);
@@ -367,8 +368,9 @@ impl RawMutex {
 
     /// The contended path of `lock`. `slept` is true for a thread that has already slept (see
     /// `lock_after_wake`); `retake` is true for a thread re-taking the mutex after a condition
-    /// variable's wait, which makes no yields and sleeps until woken until it starves (see the
-    /// module docs). Returns false only if `deadline` passed first.
+    /// variable's wait, which makes no yields and sleeps until a release wakes it; once it
+    /// starves, its sleeps are bounded (see the module docs). Returns false only if `deadline`
+    /// passed first.
     #[cold]
     fn lock_slow(&self, deadline: Option<&Deadline>, mut slept: bool, retake: bool) -> bool {
         // The waiter polls in short steps (see Spinner::polling): while the lock is held it
@@ -507,7 +509,8 @@ impl RawMutex {
             // A sleeper looks again by its starvation mark at the latest, and a starving one
             // every STARVATION_NS, whether or not anyone wakes it: bounds that the lock's
             // quiet level doubles, as many times over as it says; a re-take after a condition
-            // variable's wait sleeps until woken until it starves (see the module docs).
+            // variable's wait sleeps until a release wakes it; once it starves, its sleeps are
+            // bounded (see the module docs).
             let (class, bound) = if starving {
                 (STARVING_CLASS, STARVATION_NS)
             } else {
