@@ -832,8 +832,10 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
         assert_eq!(w.yields_left(), YIELDS);
         assert!(rotation_due(false), "a dozer rotated");
         // Through `rotating`, as the mutex makes its waiters: some waits ask, and the thread
-        // is due only until its rotation yield.
+        // is due only until its rotation yield (or again, once it has kept its CPU for
+        // ROTATE_NS since: a preemption during these waits).
         gave_cpu(1);
+        let start = now_ns();
         let rotated = (0..2 * ROTATE_ASK_EVERY)
             .filter(|_| {
                 let w = Waiter::polling(&e, None, super::waiter::Subject::Nobody)
@@ -842,9 +844,10 @@ fn a_wait_of_a_thread_due_to_rotate_begins_with_a_yield_under_the_adaptive_polic
                 w.yields_left() + 1 == YIELDS
             })
             .count();
-        assert_eq!(
-            rotated,
-            usize::from(super::spin_policy() == SpinPolicy::Adaptive)
+        let once = usize::from(super::spin_policy() == SpinPolicy::Adaptive);
+        assert!(
+            rotated == once || (once == 1 && rotated > 1 && now_ns() - start > ROTATE_NS),
+            "{rotated} rotations"
         );
     })
     .join()
