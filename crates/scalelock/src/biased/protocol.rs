@@ -950,7 +950,9 @@ impl RawBiasedRwLock {
     #[inline]
     pub unsafe fn upgrade(&self) {
         // SAFETY: forwarded contract.
-        unsafe { self.try_upgrade_inner(Patience::Unbounded) };
+        let upgraded = unsafe { self.try_upgrade_inner(Patience::Unbounded) };
+        // Without a deadline nothing ends the wait early: the write lock is held now.
+        debug_assert!(upgraded, "an upgrade without a deadline always completes");
     }
 
     /// Upgrades if no other reader holds the lock, without waiting.
