@@ -86,6 +86,24 @@
 //! `ROTATE_MIN_NS` allows. A thread whose rounds are long because the threads ahead of it do
 //! not rotate (they run whole time slices of other work) shrinks its stretch to
 //! `ROTATE_MIN_NS` and stays there, which costs it rotations but the others nothing.
+//!
+//! A yield that comes back at once (within [`QUICK_YIELD_NS`]) ran nobody: no thread was
+//! runnable behind this one on its CPU, so its rotation handed the CPU to nobody and cost a
+//! bare system call. Such yields earn the thread a *lone* stretch, which doubles with each
+//! one, from twice [`ROTATE_NS`] up to [`LONE_MAX_NS`] (about a scheduler's time slice), and
+//! which a yield that ran another thread clears; a thread's rotation waits for the longer of
+//! its stretch and its lone stretch (see [`next_lone`]):
+//!
+//! ```text
+//!  yields that ran nobody:       lone' = clamp(2 lone, 2 ROTATE_NS, LONE_MAX_NS)
+//!  a yield that ran a thread:    lone' = 0 (the stretch alone)
+//!  no more threads than CPUs:    a rotation about every LONE_MAX_NS, not every ROTATE_NS
+//! ```
+//!
+//! Where threads do not outnumber CPUs a rotation finds nobody to hand its CPU to, and a waiting
+//! thread made one every `ROTATE_NS` (a system call, during which the lock's release passed
+//! unseen); once threads become runnable behind it, the first rotation comes at most a lone
+//! stretch late, and the yield that runs one of them restores the stretch.
 
 /// A thread that has run for longer than this (CPU time) per wait it began since its CPU clock
 /// was last read, when a wait of its comes to its first yield, *waits seldom*: longer than a
@@ -130,6 +148,9 @@ std::thread_local! {
     /// How long this thread may keep its CPU before its next rotating wait yields, in ns (see
     /// the module docs and [`yield_took`]).
     static STRETCH_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(ROTATE_NS) };
+    /// The stretch this thread's yields that ran nobody have earned it, in ns (0: its last
+    /// yield ran another thread, or it has made none; see [`next_lone`]).
+    static LONE_NS: core::cell::Cell<u64> = const { core::cell::Cell::new(0) };
     /// This thread's rotating waits read the clock one ask in this many (see
     /// [`rotation_ask`] and [`next_ask_every`]).
     static ASK_EVERY: core::cell::Cell<u32> = const { core::cell::Cell::new(ROTATE_ASK_EVERY) };
@@ -183,6 +204,18 @@ pub(crate) const ROTATE_MIN_NS: u64 = 25_000;
 pub(crate) const ROUND_NS: u64 = 250_000;
 const _: () = assert!(ROTATE_MIN_NS <= ROTATE_NS && ROTATE_NS <= ROUND_NS);
 
+/// A yield that comes back sooner than this ran no other thread: it was a bare system call
+/// (well under a microsecond), where switching to another thread and back costs two context
+/// switches and that thread's run.
+pub(crate) const QUICK_YIELD_NS: u64 = 2_000;
+
+/// The longest stretch that yields which ran nobody earn a thread (see [`next_lone`]): about
+/// a scheduler's time slice, past which the kernel itself hands the CPU to a thread that
+/// became runnable behind this one.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const LONE_MAX_NS: u64 = 16 * ROTATE_NS;
+const _: () = assert!(ROTATE_NS < LONE_MAX_NS);
+
 /// A yield of this thread's wait took `took_ns` (from its call to its return): a round of the
 /// threads runnable ahead of it on its CPU. Scales the thread's stretch toward a round of
 /// [`ROUND_NS`] (see the module docs and [`next_stretch`]). Does nothing under loom or Miri.
@@ -190,6 +223,8 @@ const _: () = assert!(ROTATE_MIN_NS <= ROTATE_NS && ROTATE_NS <= ROUND_NS);
 pub(crate) fn yield_took(took_ns: u64) {
     #[cfg(not(any(loom, miri)))]
     let _ = STRETCH_NS.try_with(|s| s.set(next_stretch(s.get(), took_ns)));
+    #[cfg(not(any(loom, miri)))]
+    let _ = LONE_NS.try_with(|l| l.set(next_lone(l.get(), took_ns)));
     #[cfg(any(loom, miri))]
     let _ = took_ns;
 }
@@ -224,6 +259,19 @@ pub(crate) fn next_stretch(stretch_ns: u64, took_ns: u64) -> u64 {
         .checked_div(took_ns)
         .unwrap_or(ROTATE_NS);
     scaled.clamp(ROTATE_MIN_NS, ROTATE_NS)
+}
+
+/// The lone stretch that follows `lone_ns` after a yield that took `took_ns` (see the
+/// module docs): one that ran nobody (no longer than [`QUICK_YIELD_NS`]) doubles it, from
+/// twice [`ROTATE_NS`] up to [`LONE_MAX_NS`]; one that ran another thread clears it (0).
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+#[inline]
+pub(crate) fn next_lone(lone_ns: u64, took_ns: u64) -> u64 {
+    if took_ns <= QUICK_YIELD_NS {
+        lone_ns.saturating_mul(2).clamp(2 * ROTATE_NS, LONE_MAX_NS)
+    } else {
+        0
+    }
 }
 
 /// This thread gave its CPU away, at `now_ns` (monotonic): a yield or a futex sleep ended
@@ -292,6 +340,8 @@ pub(crate) fn rotation_due(in_rounds: bool) -> bool {
         } else {
             ROTATE_NS
         };
+        // Yields that ran nobody lengthen it (see the module docs).
+        let stretch = stretch.max(LONE_NS.try_with(core::cell::Cell::get).unwrap_or(0));
         // The asks since the previous reading, or since the thread last gave its CPU away
         // (which restarts the count of asks, see the module docs).
         let asked_at = ASKED_AT.try_with(|a| a.replace(now)).unwrap_or(0);

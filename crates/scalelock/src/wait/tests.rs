@@ -1,6 +1,7 @@
 //! Unit tests of the wait layer's internals: the learned estimate, exploration, and the
 //! [`Waiter`]'s deadline and yields under every policy. (The public surface is tested in `tests/wait.rs`.)
 
+use super::cadence::QUICK_YIELD_NS;
 use super::look::Look;
 use super::spin::{
     CATCH_FAIL_PENALTY, CATCH_SCORE_MAX, EXPLORE_EVERY, MIN_PROBE_NS, QUIET_MAX, WATCHED_PER_CYCLE,
@@ -8,7 +9,7 @@ use super::spin::{
 };
 use super::waiter::{
     catch_test, CATCH_TAKE_SCORE, CATCH_TEST_EVERY, DOZE_MIN_NS, FUTILE_WAITS_DOZE, PROBE_FACTOR,
-    QUICK_YIELD_NS, RETAKES_FUTILE, YIELDS,
+    RETAKES_FUTILE, YIELDS,
 };
 use super::{futex, Deadline, SpinBudget, SpinEstimate, SpinPolicy, Waiter, MAX_ADAPTIVE_SPIN_NS};
 use crate::sync::AtomicU32;
@@ -556,6 +557,73 @@ fn a_thread_waits_seldom_after_work_between_its_waits_and_one_close_pair_keeps_t
     std::thread::spawn(|| {
         work(2 * SELDOM_NS);
         assert!(waits_seldom(), "a first wait after work");
+    })
+    .join()
+    .unwrap();
+}
+
+#[test]
+fn quick_yields_double_the_lone_stretch_within_its_bounds_and_a_slow_one_clears_it() {
+    use super::cadence::{next_lone, LONE_MAX_NS, ROTATE_NS};
+    // (lone stretch, the yield took, the next lone stretch)
+    let cases = [
+        // The first quick yield: twice ROTATE_NS, then doubling.
+        (0, 0, 2 * ROTATE_NS),
+        (0, QUICK_YIELD_NS, 2 * ROTATE_NS),
+        (2 * ROTATE_NS, 500, 4 * ROTATE_NS),
+        (4 * ROTATE_NS, 1, 8 * ROTATE_NS),
+        // Never past LONE_MAX_NS.
+        (LONE_MAX_NS, 1, LONE_MAX_NS),
+        (u64::MAX, 1, LONE_MAX_NS),
+        // A yield that ran another thread clears it, however long it was.
+        (LONE_MAX_NS, QUICK_YIELD_NS + 1, 0),
+        (0, 50_000, 0),
+        (8 * ROTATE_NS, u64::MAX, 0),
+    ];
+    for (lone, took, want) in cases {
+        assert_eq!(
+            next_lone(lone, took),
+            want,
+            "lone {lone} ns, yield took {took} ns"
+        );
+    }
+}
+
+// Neither Miri nor loom rotates.
+#[cfg(not(any(loom, miri)))]
+#[test]
+fn a_thread_rotates_after_its_lone_stretch_after_a_quick_yield_and_after_rotate_ns_after_a_slow_one(
+) {
+    use super::cadence::{gave_cpu, rotation_due, yield_took, ROTATE_NS};
+    use super::now_ns;
+    std::thread::spawn(|| {
+        let spin_past = |from: u64, ns: u64| {
+            while now_ns() - from <= ns {
+                core::hint::spin_loop();
+            }
+        };
+        // A yield that ran nobody: the rotation waits for twice ROTATE_NS.
+        yield_took(1);
+        let gave = now_ns();
+        gave_cpu(gave);
+        spin_past(gave, ROTATE_NS);
+        let due = rotation_due(false);
+        // A preemption may have carried the thread past the lone stretch too.
+        assert!(
+            !due || now_ns() - gave > 2 * ROTATE_NS,
+            "due after ROTATE_NS with a lone stretch of twice that"
+        );
+        spin_past(gave, 2 * ROTATE_NS);
+        assert!(rotation_due(false), "after its lone stretch");
+        // A yield that ran another thread: back to ROTATE_NS.
+        yield_took(QUICK_YIELD_NS + 1);
+        let gave = now_ns();
+        gave_cpu(gave);
+        spin_past(gave, ROTATE_NS);
+        assert!(
+            rotation_due(false),
+            "after ROTATE_NS once a yield ran a thread"
+        );
     })
     .join()
     .unwrap();

@@ -143,7 +143,10 @@
 //!   (the mutex's, and the rwlock's readers and writers) whose thread has kept its CPU for
 //!   longer than `cadence::ROTATE_NS` since it last gave the CPU away (a yield or a sleep,
 //!   a condvar's too) begins its wait with a yield, the *rotation* (see `cadence`): the
-//!   threads behind it get a turn about that often, and the lock goes round them. A
+//!   threads behind it get a turn about that often, and the lock goes round them. Where
+//!   the thread's yields lately ran nobody (no thread was runnable behind it), its rotation
+//!   waits longer, up to about a scheduler's slice: there is nobody to hand the CPU to (the
+//!   *lone* stretch, see `cadence`). A
 //!   yielding waiter's rotation is one of its yields and stands for its probe yield, which
 //!   tells the same thing (whether other threads want this CPU). A yield's length is a round
 //!   of the threads runnable ahead of it, each keeping the CPU for its stretch, so a fixed
@@ -189,7 +192,7 @@
 //! know nothing of the waiter or of `stats` (the spinner and the look read the clock only to
 //! calibrate themselves).
 
-use super::cadence;
+use super::cadence::{self, QUICK_YIELD_NS};
 use super::futex::{self, WaitOutcome};
 use super::look::{look, ticks_ns};
 use super::spin::{yield_cpu, DEADLINE_CHECK_EVERY, MIN_PROBE_NS};
@@ -201,11 +204,6 @@ use crate::sync::{AtomicU32, Ordering};
 /// yield). parking_lot's waiters also yield a handful of times before they park; more would
 /// keep a long-waiting thread runnable (and competing for a CPU) for longer than a sleep costs.
 pub(crate) const YIELDS: u32 = if cfg!(loom) { 1 } else { 7 };
-
-/// A yield that comes back sooner than this ran no other thread: it was a bare system call
-/// (well under a microsecond), where switching to another thread and back costs two context
-/// switches and that thread's run.
-pub(crate) const QUICK_YIELD_NS: u64 = 2_000;
 
 /// The probe yield comes after this many times the lock's estimate of spinning (at least
 /// `MIN_PROBE_NS`): the estimate is learned from waits that ended within the spin, so a probe at
@@ -528,8 +526,9 @@ impl<'a> Waiter<'a> {
     }
 
     /// Begins this waiter's wait with the *rotation* yield, under `SpinPolicy::Adaptive`, if
-    /// its thread has kept its CPU for longer than `cadence::ROTATE_NS` since it last gave the
-    /// CPU away (see the module docs). Make it yielding first, if it is to be.
+    /// its thread has kept its CPU for longer than `cadence::ROTATE_NS` (or its lone stretch,
+    /// see `cadence`) since it last gave the CPU away (see the module docs). Make it yielding
+    /// first, if it is to be.
     #[inline]
     pub(crate) fn rotating(self) -> Waiter<'a> {
         self.rotating_under(super::spin_policy(), false)
