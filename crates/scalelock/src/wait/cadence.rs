@@ -100,10 +100,11 @@
 //!  no more threads than CPUs:    a rotation about every LONE_MAX_NS, not every ROTATE_NS
 //! ```
 //!
-//! Where threads do not outnumber CPUs a rotation finds nobody to hand its CPU to, and a waiting
-//! thread made one every `ROTATE_NS` (a system call, during which the lock's release passed
-//! unseen); once threads become runnable behind it, the first rotation comes at most a lone
-//! stretch late, and the yield that runs one of them restores the stretch.
+//! Where threads do not outnumber CPUs a rotation finds nobody to hand its CPU to; with the
+//! stretch alone a waiting thread would make one every `ROTATE_NS` all the same, a system call
+//! during which the lock's release passes unseen. Once threads become runnable behind it, its
+//! first rotation comes at most a lone stretch late, and the yield that runs one of them
+//! restores the stretch.
 
 /// A thread that has run for longer than this (CPU time) per wait it began since its CPU clock
 /// was last read, when a wait of its comes to its first yield, *waits seldom*: longer than a

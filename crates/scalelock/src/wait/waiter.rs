@@ -146,12 +146,11 @@
 //!   threads behind it get a turn about that often, and the lock goes round them. Where
 //!   the thread's yields lately ran nobody (no thread was runnable behind it), its rotation
 //!   waits longer, up to about a scheduler's slice: there is nobody to hand the CPU to (the
-//!   *lone* stretch, see `cadence`). A
-//!   yielding waiter's rotation is one of its yields and stands for its probe yield, which
-//!   tells the same thing (whether other threads want this CPU). A yield's length is a round
-//!   of the threads runnable ahead of it, each keeping the CPU for its stretch, so a fixed
-//!   stretch makes rounds grow with the threads per CPU. The rwlock's waits, which nothing
-//!   else bounds (no hand-off to a starving waiter), rotate
+//!   *lone* stretch, see `cadence`). A yielding waiter's rotation is one of its yields and
+//!   stands for its probe yield, which tells the same thing (whether other threads want this
+//!   CPU). A yield's length is a round of the threads runnable ahead of it, each keeping the
+//!   CPU for its stretch, so a fixed stretch makes rounds grow with the threads per CPU. The
+//!   rwlock's waits, which nothing else bounds (no hand-off to a starving waiter), rotate
 //!   [`in rounds`](Waiter::rotating_in_rounds): each yield of a wait tells `cadence` how long
 //!   it took, and the thread's stretch scales so that a round lasts about `cadence::ROUND_NS`
 //!   (never shorter than `cadence::ROTATE_MIN_NS`). The mutex keeps the fixed stretch:
