@@ -55,7 +55,15 @@
 //!   long hold, sends it to sleep for a hand-off. The vigil costs the waiter's CPU at most
 //!   what the hand-off would have cost the lock, and a lock has one vigil at a time (only the
 //!   waiter that raised the flag keeps it): vigils kept by every starving waiter at once took
-//!   the CPUs from the holders they waited for.
+//!   the CPUs from the holders they waited for. A release that the unlock hands to a starving
+//!   sleeper (one that raised `STARVING` before, and sleeps for it) ends the vigil too, and
+//!   the waiter sleeps: the release is not its to take. Where threads outnumber CPUs many
+//!   times over, most waiters starve and most releases are hand-offs to sleepers, and a vigil
+//!   that watched for a plain release alone polled on through the next holder's hold, up to
+//!   a wake-up latency of a CPU that the lock's other threads needed, for a release that
+//!   seldom came its way. The waiter leaves the hand-off even where it has slept, which would
+//!   let it take the hand-off itself: the sleeper woken for it, the oldest starving one,
+//!   would then find the lock taken and sleep again, as the youngest.
 //! - *A bound that finds nothing changed doubles.* A sleep that its bound ends on a word that
 //!   nobody has changed since the sleeper announced itself says that the lock has not been
 //!   released meanwhile (its holder is preempted, or holds long): nobody has been passed over,
@@ -160,6 +168,17 @@ const HANDOFF: u32 = 8;
 const MAYBE_SLEEPING: u32 = 16;
 /// Either flag obliges `unlock` to wake a sleeper.
 const WAKE_ON_UNLOCK: u32 = CONTENDED | MAYBE_SLEEPING;
+
+/// Whether a starving waiter's vigil goes on, reading the state word `s`: while the lock is
+/// held and not handed to a sleeper (see the module docs).
+#[inline]
+fn vigil_goes_on(s: u32) -> bool {
+    s & (LOCKED | HANDOFF) == LOCKED
+}
+
+/// Vigils that ended at a hand-off to a starving sleeper (tests only; see the module docs).
+#[cfg(all(test, not(loom)))]
+static VIGIL_HAND_OFFS: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
 
 /// The futex class (see `futex::wait_outcome_in`) a waiter sleeps in until it starves.
 const SLEEPER_CLASS: u32 = 1;
@@ -404,6 +423,9 @@ impl RawMutex {
         let mut starving = false;
         // This starving waiter has kept its vigil since it last slept (see the module docs).
         let mut vigil_kept = false;
+        // Its vigil ended at a hand-off to a starving sleeper, which it leaves to that
+        // sleeper until it has slept again (see the module docs).
+        let mut handed_elsewhere = false;
         let mut s = self.state.load(Ordering::Relaxed);
         loop {
             // Free: take it. A thread that has slept cannot know whether others still sleep, so it
@@ -428,7 +450,7 @@ impl RawMutex {
             // Handed off: a thread that has slept takes ownership (LOCKED stays set) and ends
             // starvation mode: each starving sleeper earns one hand-off, not a FIFO era (which
             // would leave the lock idle for a wake-up latency on every acquisition).
-            if s & HANDOFF != 0 && slept {
+            if s & HANDOFF != 0 && slept && !handed_elsewhere {
                 let new = (s & !(HANDOFF | STARVING)) | CONTENDED;
                 match self
                     .state
@@ -491,8 +513,9 @@ impl RawMutex {
 
             // A starving waiter keeps a vigil before it sleeps (see the module docs): it raises
             // STARVING alone, which stops newcomers' spinning and barging but asks the unlock
-            // for no wake-up, and watches the word for the release. Only the waiter that
-            // raised the flag watches: a lock has one vigil at a time.
+            // for no wake-up, and watches the word for the release, or for a hand-off to a
+            // starving sleeper, which it leaves to that sleeper: it sleeps next. Only the
+            // waiter that raised the flag watches: a lock has one vigil at a time.
             if starving && !vigil_kept && s & STARVING == 0 && w.keeps_vigil() {
                 if let Err(current) = self.state.compare_exchange_weak(
                     s,
@@ -504,7 +527,12 @@ impl RawMutex {
                     continue;
                 }
                 vigil_kept = true;
-                s = w.vigil(&self.state, s | STARVING, |s| s & LOCKED != 0);
+                s = w.vigil(&self.state, s | STARVING, vigil_goes_on);
+                if s & HANDOFF != 0 {
+                    handed_elsewhere = true;
+                    #[cfg(all(test, not(loom)))]
+                    VIGIL_HAND_OFFS.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+                }
                 continue;
             }
 
@@ -559,6 +587,7 @@ impl RawMutex {
             };
             slept = true;
             vigil_kept = false;
+            handed_elsewhere = false;
             if outcome == futex::WaitOutcome::TimedOut {
                 let got = self.give_up_after_sleep();
                 return w.ended(got);
@@ -867,6 +896,89 @@ mod tests {
     }
     // SAFETY: `count` is only touched with `lock` held.
     unsafe impl Sync for Shared {}
+
+    #[test]
+    fn a_vigil_goes_on_while_the_lock_is_held_and_ends_at_a_release_or_a_hand_off() {
+        use super::{vigil_goes_on, CONTENDED, HANDOFF, LOCKED, MAYBE_SLEEPING, STARVING};
+        for others in [0, CONTENDED, MAYBE_SLEEPING, CONTENDED | MAYBE_SLEEPING] {
+            assert!(
+                vigil_goes_on(LOCKED | STARVING | others),
+                "held: {others:#x}"
+            );
+            assert!(!vigil_goes_on(others), "released: {others:#x}");
+            assert!(
+                !vigil_goes_on(LOCKED | HANDOFF | others),
+                "handed to a sleeper: {others:#x}"
+            );
+            assert!(
+                !vigil_goes_on(LOCKED | STARVING | HANDOFF | others),
+                "handed to a starving sleeper: {others:#x}"
+            );
+        }
+    }
+
+    #[test]
+    fn stress_vigils_that_end_at_a_hand_off_lose_no_count_and_all_finish() {
+        // Sixteen threads on a lock held for 50 us at a time: on a machine with fewer than
+        // sixteen CPUs, waits outlast the starvation mark, most waiters starve, and a
+        // starving waiter keeping its vigil often sees the unlock hand the lock to a starving
+        // sleeper: its vigil ends, and it sleeps (see the module docs). The lock must still
+        // count exactly, admit one thread at a time and let every thread finish. Whether a
+        // round has such a vigil depends on how the threads overlap: rounds go on until one
+        // has (a few at most). A policy that never spins keeps no vigil.
+        use super::VIGIL_HAND_OFFS;
+        use crate::wait::{spin_policy, SpinPolicy};
+        const THREADS: usize = 16;
+        const ITERS: u64 = 200;
+        const ROUNDS: usize = 10;
+        const HOLD: Duration = Duration::from_micros(50);
+        let before = VIGIL_HAND_OFFS.load(Relaxed);
+        let vigils = spin_policy() != SpinPolicy::Never;
+        let start = Instant::now();
+        for _ in 0..ROUNDS {
+            let shared = Shared {
+                lock: RawMutex::new(),
+                inside: AtomicBool::new(false),
+                count: UnsafeCell::new(0),
+            };
+            std::thread::scope(|s| {
+                let shared = &shared;
+                for _ in 0..THREADS {
+                    s.spawn(move || {
+                        for _ in 0..ITERS {
+                            shared.lock.lock();
+                            assert!(!shared.inside.swap(true, Relaxed), "two threads inside");
+                            let t0 = Instant::now();
+                            while t0.elapsed() < HOLD {
+                                std::hint::spin_loop();
+                            }
+                            // SAFETY: the lock is held.
+                            unsafe { *shared.count.get() += 1 };
+                            shared.inside.store(false, Relaxed);
+                            // SAFETY: locked just above by this thread.
+                            unsafe { shared.lock.unlock() };
+                        }
+                    });
+                }
+            });
+            // SAFETY: every thread has been joined.
+            assert_eq!(unsafe { *shared.count.get() }, THREADS as u64 * ITERS);
+            if !vigils || VIGIL_HAND_OFFS.load(Relaxed) > before {
+                break;
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "took {:?}",
+            start.elapsed()
+        );
+        if vigils {
+            assert!(
+                VIGIL_HAND_OFFS.load(Relaxed) > before,
+                "no vigil ended at a hand-off in {ROUNDS} rounds"
+            );
+        }
+    }
 
     #[test]
     fn stress_waiters_that_decline_far_locks_lose_no_count_and_all_finish() {
