@@ -63,7 +63,8 @@
 //!   a wake-up latency of a CPU that the lock's other threads needed, for a release that
 //!   seldom came its way. The waiter leaves the hand-off even where it has slept, which would
 //!   let it take the hand-off itself: the sleeper woken for it, the oldest starving one,
-//!   would then find the lock taken and sleep again, as the youngest.
+//!   would then find the lock taken and, unless it could keep the next vigil, sleep again
+//!   behind every other starving sleeper.
 //! - *A bound that finds nothing changed doubles.* A sleep that its bound ends on a word that
 //!   nobody has changed since the sleeper announced itself says that the lock has not been
 //!   released meanwhile (its holder is preempted, or holds long): nobody has been passed over,
