@@ -130,7 +130,8 @@
 //!                  sleep: unlock must wake one, but newcomers may spin (nobody announced sleeping)
 //!  STARVING        a waiter was away > 1 ms: no spinning, no barging, unlock hands off
 //!  HANDOFF         ownership passed to "a thread that has slept"; the first such thread to see it
-//!                  clears it and owns the lock
+//!                  clears it and owns the lock (not a waiter whose vigil it ended: that one
+//!                  sleeps first)
 //!
 //!  transitions                                      by
 //!  0 ------------------------------> LOCKED          lock, fast path (CAS)
