@@ -919,25 +919,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn stress_vigils_that_end_at_a_hand_off_lose_no_count_and_all_finish() {
-        // Sixteen threads on a lock held for 50 us at a time: on a machine with fewer than
-        // sixteen CPUs, waits outlast the starvation mark, most waiters starve, and a
-        // starving waiter keeping its vigil often sees the unlock hand the lock to a starving
-        // sleeper: its vigil ends, and it sleeps (see the module docs). The lock must still
-        // count exactly, admit one thread at a time and let every thread finish. Whether a
-        // round has such a vigil depends on how the threads overlap: rounds go on until one
-        // has (a few at most). A policy that never spins keeps no vigil.
-        use super::VIGIL_HAND_OFFS;
-        use crate::wait::{spin_policy, SpinPolicy};
-        const THREADS: usize = 16;
-        const ITERS: u64 = 200;
-        const ROUNDS: usize = 10;
-        const HOLD: Duration = Duration::from_micros(50);
-        let before = VIGIL_HAND_OFFS.load(Relaxed);
-        let vigils = spin_policy() != SpinPolicy::Never;
+    /// Runs rounds of `threads` threads, each taking a fresh lock `iters` times and holding it
+    /// for `hold` (busy) each time, until `enough()` says so after a round or `rounds` have
+    /// run; checks after each round that the lock admitted one thread at a time and counted
+    /// exactly, and that all rounds took less than a minute. Returns whether `enough()` was
+    /// reached.
+    fn count_in_rounds(
+        threads: usize,
+        iters: u64,
+        hold: Duration,
+        rounds: usize,
+        enough: impl Fn() -> bool,
+    ) -> bool {
         let start = Instant::now();
-        for _ in 0..ROUNDS {
+        let mut reached = false;
+        for _ in 0..rounds {
             let shared = Shared {
                 lock: RawMutex::new(),
                 inside: AtomicBool::new(false),
@@ -945,14 +941,16 @@ mod tests {
             };
             std::thread::scope(|s| {
                 let shared = &shared;
-                for _ in 0..THREADS {
+                for _ in 0..threads {
                     s.spawn(move || {
-                        for _ in 0..ITERS {
+                        for _ in 0..iters {
                             shared.lock.lock();
                             assert!(!shared.inside.swap(true, Relaxed), "two threads inside");
-                            let t0 = Instant::now();
-                            while t0.elapsed() < HOLD {
-                                std::hint::spin_loop();
+                            if !hold.is_zero() {
+                                let t0 = Instant::now();
+                                while t0.elapsed() < hold {
+                                    std::hint::spin_loop();
+                                }
                             }
                             // SAFETY: the lock is held.
                             unsafe { *shared.count.get() += 1 };
@@ -964,8 +962,9 @@ mod tests {
                 }
             });
             // SAFETY: every thread has been joined.
-            assert_eq!(unsafe { *shared.count.get() }, THREADS as u64 * ITERS);
-            if !vigils || VIGIL_HAND_OFFS.load(Relaxed) > before {
+            assert_eq!(unsafe { *shared.count.get() }, threads as u64 * iters);
+            if enough() {
+                reached = true;
                 break;
             }
         }
@@ -974,12 +973,26 @@ mod tests {
             "took {:?}",
             start.elapsed()
         );
-        if vigils {
-            assert!(
-                VIGIL_HAND_OFFS.load(Relaxed) > before,
-                "no vigil ended at a hand-off in {ROUNDS} rounds"
-            );
-        }
+        reached
+    }
+
+    #[test]
+    fn stress_vigils_that_end_at_a_hand_off_lose_no_count_and_all_finish() {
+        // Sixteen threads on a lock held for 50 us at a time: on a machine with fewer than
+        // sixteen CPUs, waits outlast the starvation mark, most waiters starve, and a
+        // starving waiter keeping its vigil often sees the unlock hand the lock to a starving
+        // sleeper: its vigil ends, and it sleeps (see the module docs). The lock must still
+        // count exactly, admit one thread at a time and let every thread finish. Whether a
+        // round has such a vigil depends on how the threads overlap: rounds go on until one
+        // has (a few at most). A policy that never spins keeps no vigil.
+        use super::VIGIL_HAND_OFFS;
+        use crate::wait::{spin_policy, SpinPolicy};
+        let before = VIGIL_HAND_OFFS.load(Relaxed);
+        let vigils = spin_policy() != SpinPolicy::Never;
+        let seen = count_in_rounds(16, 200, Duration::from_micros(50), 10, || {
+            !vigils || VIGIL_HAND_OFFS.load(Relaxed) > before
+        });
+        assert!(seen, "no vigil ended at a hand-off in 10 rounds");
     }
 
     #[test]
@@ -991,49 +1004,13 @@ mod tests {
         // waiters that decline at all depends on how the threads overlap, which a busy machine
         // decides: rounds go on until one has (a few at most).
         let _far = all_far();
-        const THREADS: usize = 8;
-        const ITERS: u64 = 100_000;
-        const ROUNDS: usize = 10;
         let declines_before = DECLINES.load(Relaxed);
-        let start = Instant::now();
-        for _ in 0..ROUNDS {
-            let shared = Shared {
-                lock: RawMutex::new(),
-                inside: AtomicBool::new(false),
-                count: UnsafeCell::new(0),
-            };
-            std::thread::scope(|s| {
-                let shared = &shared;
-                for _ in 0..THREADS {
-                    s.spawn(move || {
-                        for _ in 0..ITERS {
-                            shared.lock.lock();
-                            assert!(!shared.inside.swap(true, Relaxed), "two threads inside");
-                            // SAFETY: the lock is held.
-                            unsafe { *shared.count.get() += 1 };
-                            shared.inside.store(false, Relaxed);
-                            // SAFETY: locked just above by this thread.
-                            unsafe { shared.lock.unlock() };
-                        }
-                    });
-                }
-            });
-            // SAFETY: every thread has been joined.
-            assert_eq!(unsafe { *shared.count.get() }, THREADS as u64 * ITERS);
-            if !looks_are_timed() || DECLINES.load(Relaxed) > declines_before {
-                break;
-            }
-        }
+        let seen = count_in_rounds(8, 100_000, Duration::ZERO, 10, || {
+            !looks_are_timed() || DECLINES.load(Relaxed) > declines_before
+        });
         assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "took {:?}",
-            start.elapsed()
+            seen,
+            "no waiter declined the lock in 10 rounds: the far path did not run"
         );
-        if looks_are_timed() {
-            assert!(
-                DECLINES.load(Relaxed) > declines_before,
-                "no waiter declined the lock in {ROUNDS} rounds: the far path did not run"
-            );
-        }
     }
 }
