@@ -886,7 +886,7 @@ pub type ReentrantMutexGuard<'a, T> = lock_api::ReentrantMutexGuard<'a, RawMutex
 #[cfg(all(test, not(loom), not(miri)))]
 mod tests {
     use super::RawMutex;
-    use crate::wait::{all_far, looks_are_timed, DECLINES};
+    use crate::wait::{all_far, looks_are_timed, spin_policy, SpinPolicy, DECLINES};
     use std::cell::UnsafeCell;
     use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
     use std::time::{Duration, Instant};
@@ -984,11 +984,11 @@ mod tests {
         // sleeper: its vigil ends, and it sleeps (see the module docs). The lock must still
         // count exactly, admit one thread at a time and let every thread finish. Whether a
         // round has such a vigil depends on how the threads overlap: rounds go on until one
-        // has (a few at most). A policy that never spins keeps no vigil.
+        // has (a few at most). A policy that never spins keeps no vigil, and under one that
+        // always spins no waiter starves (it spins until it has the lock).
         use super::VIGIL_HAND_OFFS;
-        use crate::wait::{spin_policy, SpinPolicy};
         let before = VIGIL_HAND_OFFS.load(Relaxed);
-        let vigils = spin_policy() != SpinPolicy::Never;
+        let vigils = matches!(spin_policy(), SpinPolicy::Adaptive | SpinPolicy::Fixed(_));
         let seen = count_in_rounds(16, 200, Duration::from_micros(50), 10, || {
             !vigils || VIGIL_HAND_OFFS.load(Relaxed) > before
         });
@@ -1002,11 +1002,13 @@ mod tests {
         // lock must still count exactly, admit one thread at a time and let every thread finish
         // (a dozer that keeps missing the lock starves into a hand-off). Whether a round has
         // waiters that decline at all depends on how the threads overlap, which a busy machine
-        // decides: rounds go on until one has (a few at most).
+        // decides: rounds go on until one has (a few at most). Only a yielding waiter watches
+        // (`SpinPolicy::Adaptive`), and only where looks are timed.
         let _far = all_far();
         let declines_before = DECLINES.load(Relaxed);
+        let declines = looks_are_timed() && spin_policy() == SpinPolicy::Adaptive;
         let seen = count_in_rounds(8, 100_000, Duration::ZERO, 10, || {
-            !looks_are_timed() || DECLINES.load(Relaxed) > declines_before
+            !declines || DECLINES.load(Relaxed) > declines_before
         });
         assert!(
             seen,
