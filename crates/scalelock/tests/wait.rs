@@ -373,6 +373,12 @@ fn every_timed_acquisition_gives_up_on_time(policy: SpinPolicy) {
         "RawRwLock::try_lock_exclusive_for (readers inside)",
         &|| rw.try_lock_exclusive_for(timeout),
     );
+    assert!(
+        rw.try_lock_shared(),
+        "under {policy:?} a writer that gave up still keeps readers out"
+    );
+    // SAFETY: read-locked just above.
+    unsafe { rw.unlock_shared() };
     // SAFETY: this thread holds the upgradable lock; the other read lock stays.
     on_time("RawRwLock::try_upgrade_for", &|| unsafe {
         rw.try_upgrade_for(timeout)
@@ -436,4 +442,80 @@ fn timed_acquisitions_give_up_at_their_deadline_under_every_policy() {
         every_timed_acquisition_gives_up_on_time(policy);
     }
     set_spin_policy(before);
+}
+
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "threads that spin and yield against a 5 s real-time bound; the timed give-up test runs the writer's announce under Miri"
+)]
+fn a_writer_gets_past_readers_that_hand_the_lock_on_under_every_policy() {
+    // Two readers hand a read lock back and forth: each holds it until the other has entered,
+    // or has been refused (only a writer keeps a reader out here), so the reader count never
+    // falls to zero while new readers may enter. A writer still gets in, by keeping new readers
+    // out (`DRAIN`), whether it sleeps or, under `Always`, spins.
+    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+    let before = spin_policy();
+    for policy in [
+        SpinPolicy::Adaptive,
+        SpinPolicy::Never,
+        SpinPolicy::Fixed(1_000),
+        SpinPolicy::Always,
+    ] {
+        set_spin_policy(policy);
+        writer_gets_past_a_relay_of_readers(&RawRwLock::new(), "RawRwLock", policy);
+        writer_gets_past_a_relay_of_readers(&RawBiasedRwLock::new(), "RawBiasedRwLock", policy);
+    }
+    set_spin_policy(before);
+}
+
+/// See `a_writer_gets_past_readers_that_hand_the_lock_on_under_every_policy`.
+fn writer_gets_past_a_relay_of_readers<L: lock_api::RawRwLockTimed<Duration = Duration> + Sync>(
+    l: &L,
+    name: &str,
+    policy: SpinPolicy,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+    // Entries so far: reader `k` enters when their number is `k` modulo 2.
+    let entries = AtomicU32::new(0);
+    let refused = AtomicBool::new(false);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for k in 0..2 {
+            let (entries, refused, stop) = (&entries, &refused, &stop);
+            s.spawn(move || {
+                while !stop.load(Relaxed) {
+                    if entries.load(Relaxed) % 2 != k {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    if !l.try_lock_shared() {
+                        refused.store(true, Relaxed);
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    entries.fetch_add(1, Relaxed);
+                    while entries.load(Relaxed) % 2 != k
+                        && !refused.load(Relaxed)
+                        && !stop.load(Relaxed)
+                    {
+                        std::thread::yield_now();
+                    }
+                    // SAFETY: read-locked above by this thread.
+                    unsafe { l.unlock_shared() };
+                }
+            });
+        }
+        while entries.load(Relaxed) < 10 {
+            std::thread::yield_now();
+        }
+        let got = l.try_lock_exclusive_for(Duration::from_secs(5));
+        stop.store(true, Relaxed);
+        assert!(
+            got,
+            "{name} under {policy:?}: the readers kept the writer out for 5 s"
+        );
+        // SAFETY: taken just above.
+        unsafe { l.unlock_exclusive() };
+    });
 }

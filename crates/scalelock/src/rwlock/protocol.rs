@@ -118,7 +118,9 @@
 //!                                                        leaver runs `wake_after_release`
 //!  TURN ------------------------> TURN|WRITER           write (CAS)
 //!  n readers|f -----------------> n readers|f|          a writer kept out by readers sleeps
-//!                                WRITERS_WAITING|DRAIN  (by a writer: WRITERS_WAITING only)
+//!                                WRITERS_WAITING|DRAIN  (by a writer: WRITERS_WAITING only);
+//!                                                       one that never sleeps (policy
+//!                                                       `always`) spins after setting them
 //!  DRAIN|f ---------------------> f|WRITER              any writer taking the lock clears it
 //!  TURN|WRITER -----------------> TURN                   write unlock (CAS), else:
 //!  WRITER|PARKED|f ------------> TURN+1|READ_TURN|f,     write unlock with readers asleep
@@ -731,6 +733,27 @@ impl RawRwLock {
                     }
                 }
             }
+            // A writer that never sleeps (`SpinPolicy::Always`) announces itself while it spins,
+            // where readers keep it out: without DRAIN, readers whose holds overlap could keep
+            // it out for ever. (Kept out by a writer, it does not: its mark would only cost
+            // that writer's release a wake-up for nobody.)
+            if w.never_sleeps() {
+                let want = writer_wants(s);
+                if want & DRAIN != 0 && s & want != want {
+                    let new = s | want;
+                    if let Err(current) = self.state.compare_exchange_weak(
+                        s,
+                        new,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    ) {
+                        s = current;
+                        continue;
+                    }
+                    waited = true;
+                    s = new;
+                }
+            }
             // Spin unless readers or writers sleep; but through a read turn (READ_TURN) even
             // while writers sleep: its readers are entering and leave soon (at its end this
             // writer may beat the sleeper it wakes to the lock, costing a wasted wake-up). When a
@@ -765,12 +788,7 @@ impl RawRwLock {
             // Announce the wait; if readers keep us out, new readers must stay out (DRAIN) or
             // they could keep us out for ever. A woken writer going back to sleep also drops the
             // mark, so the holder's release wakes a writer again.
-            let want = WRITERS_WAITING
-                | if readers(s) != 0 || s & READ_TURN != 0 {
-                    DRAIN
-                } else {
-                    0
-                };
+            let want = writer_wants(s);
             if s & want != want || (awoke && s & WRITER_WOKEN != 0) {
                 let new = (s | want) & if awoke { !WRITER_WOKEN } else { !0 };
                 if let Err(current) =
@@ -1073,6 +1091,18 @@ fn upgradable_admits(s: u32, entitled: bool) -> Option<u32> {
         Some(s + ONE_READER + UPGRADABLE)
     } else {
         None
+    }
+}
+
+/// The bits a writer kept out of the lock in state `s` announces itself with: `WRITERS_WAITING`,
+/// and `DRAIN` where readers keep it out (new readers must stay out, or they could keep it out
+/// for ever).
+#[inline]
+fn writer_wants(s: u32) -> u32 {
+    if readers(s) != 0 || s & READ_TURN != 0 {
+        WRITERS_WAITING | DRAIN
+    } else {
+        WRITERS_WAITING
     }
 }
 

@@ -1006,6 +1006,14 @@ impl<'a> Waiter<'a> {
         );
     }
 
+    /// Whether this waiter never sleeps (`SpinPolicy::Always`): a protocol that announces a
+    /// waiter only on its way to sleep announces this one while it spins, where the waiter
+    /// needs others to stay out.
+    #[inline]
+    pub(crate) fn never_sleeps(&self) -> bool {
+        self.unbounded
+    }
+
     /// Whether this waiter keeps a starving waiter's [`vigil`](Self::vigil): not under
     /// `SpinPolicy::Never`, which never spins.
     #[inline]

@@ -1,6 +1,14 @@
 //! White-box checks of the `WRITER_WOKEN` and `DRAIN` transitions: whether a release wakes (the
 //! writer sequence moves with every wake-up), what it leaves in the word, who may enter.
 use super::*;
+use crate::wait::{spin_policy, SpinPolicy};
+
+/// Whether a waiter may sleep under the policy these tests run with: under
+/// `SpinPolicy::Always` it spins until it has the lock, so the marks only a sleeper leaves
+/// never appear, and a test that waits for them checks the spinning waiter instead.
+fn waiters_sleep() -> bool {
+    spin_policy() != SpinPolicy::Always
+}
 
 fn seq(l: &RawRwLock) -> u32 {
     l.writer_seq.load(Ordering::Relaxed)
@@ -61,14 +69,22 @@ fn a_woken_writer_drops_the_mark_and_leaves_the_word_clean() {
                 unsafe { l.unlock_exclusive() };
             })
         };
-        while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
-            std::thread::yield_now();
+        if waiters_sleep() {
+            while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
+                std::thread::yield_now();
+            }
         }
-        std::thread::sleep(std::time::Duration::from_millis(2)); // let it fall asleep
+        // Let it fall asleep (or, where waiters never sleep, reach its spin).
+        std::thread::sleep(std::time::Duration::from_millis(2));
         let before = seq(&l);
+        let word = l.state.load(Ordering::Relaxed);
         // SAFETY: locked exclusively above.
         unsafe { l.unlock_exclusive() };
-        assert_ne!(seq(&l), before, "the sleeping writer is woken");
+        if waiters_sleep() {
+            assert_ne!(seq(&l), before, "the sleeping writer is woken");
+        } else {
+            assert_eq!(word, WRITER, "a spinning writer leaves no mark: {l:?}");
+        }
         t.join().unwrap();
         // Had it kept the mark, its own release would have skipped its clean-up.
         assert_eq!(l.state.load(Ordering::Relaxed), 0, "{l:?}");
@@ -117,10 +133,17 @@ fn a_writer_kept_out_by_readers_drains_them_and_one_kept_out_by_a_writer_does_no
                 s
             })
         };
-        while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
-            std::thread::yield_now();
+        // A writer that never sleeps announces itself only where readers keep it out.
+        let marks = reader_holds || waiters_sleep();
+        if marks {
+            while l.state.load(Ordering::Relaxed) & WRITERS_WAITING == 0 {
+                std::thread::yield_now();
+            }
+        } else {
+            std::thread::sleep(std::time::Duration::from_millis(2));
         }
         let s = l.state.load(Ordering::Relaxed);
+        assert_eq!(s & WRITERS_WAITING != 0, marks, "{l:?}");
         assert_eq!(s & DRAIN != 0, reader_holds, "{l:?}");
         // SAFETY: taken at the top of this iteration.
         unsafe {
@@ -158,8 +181,14 @@ fn a_read_past_the_cap_backs_out_waits_and_enters_when_one_leaves() {
             unsafe { l.unlock_shared() };
         })
     };
-    // The waiting reader backs out of the count (it never stays above the cap) and parks.
-    while l.state.load(Ordering::Relaxed) & PARKED == 0 {
+    // The waiting reader backs out of the count (it never stays above the cap) and parks, or,
+    // where waiters never sleep, spins outside the count.
+    let spun = std::time::Instant::now();
+    while if waiters_sleep() {
+        l.state.load(Ordering::Relaxed) & PARKED == 0
+    } else {
+        spun.elapsed() < std::time::Duration::from_millis(2)
+    } {
         assert!(readers(l.state.load(Ordering::Relaxed)) <= READERS_CAP + 1);
         std::thread::yield_now();
     }
