@@ -426,22 +426,29 @@ fn every_timed_acquisition_gives_up_on_time(policy: SpinPolicy) {
     unsafe { b.unlock_exclusive() };
 }
 
-#[test]
-fn timed_acquisitions_give_up_at_their_deadline_under_every_policy() {
+/// Runs `f` under each of `policies` in turn, set process-wide (one such test at a time), and
+/// puts the policy back as it was.
+fn under_each_policy(policies: &[SpinPolicy], f: impl Fn(SpinPolicy)) {
     let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
     let before = spin_policy();
-    for policy in [
+    for &policy in policies {
+        set_spin_policy(policy);
+        f(policy);
+    }
+    set_spin_policy(before);
+}
+
+#[test]
+fn timed_acquisitions_give_up_at_their_deadline_under_every_policy() {
+    let policies = [
         SpinPolicy::Adaptive,
         SpinPolicy::Never,
         SpinPolicy::Fixed(1_000),
         // A budget longer than the timeout: the spin itself must look at the deadline.
         SpinPolicy::Fixed(3_000_000_000),
         SpinPolicy::Always,
-    ] {
-        set_spin_policy(policy);
-        every_timed_acquisition_gives_up_on_time(policy);
-    }
-    set_spin_policy(before);
+    ];
+    under_each_policy(&policies, every_timed_acquisition_gives_up_on_time);
 }
 
 #[test]
@@ -454,19 +461,16 @@ fn a_writer_gets_past_readers_that_hand_the_lock_on_under_every_policy() {
     // or has been refused (only a writer keeps a reader out here), so the reader count never
     // falls to zero while new readers may enter. A writer still gets in, by keeping new readers
     // out (`DRAIN`), whether it sleeps or, under `Always`, spins.
-    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-    let before = spin_policy();
-    for policy in [
+    let policies = [
         SpinPolicy::Adaptive,
         SpinPolicy::Never,
         SpinPolicy::Fixed(1_000),
         SpinPolicy::Always,
-    ] {
-        set_spin_policy(policy);
+    ];
+    under_each_policy(&policies, |policy| {
         writer_gets_past_a_relay_of_readers(&RawRwLock::new(), "RawRwLock", policy);
         writer_gets_past_a_relay_of_readers(&RawBiasedRwLock::new(), "RawBiasedRwLock", policy);
-    }
-    set_spin_policy(before);
+    });
 }
 
 /// See `a_writer_gets_past_readers_that_hand_the_lock_on_under_every_policy`.
