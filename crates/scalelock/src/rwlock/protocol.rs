@@ -737,21 +737,16 @@ impl RawRwLock {
             // where readers keep it out: without DRAIN, readers whose holds overlap could keep
             // it out for ever. (Kept out by a writer, it does not: its mark would only cost
             // that writer's release a wake-up for nobody.)
-            if w.never_sleeps() {
-                let want = writer_wants(s);
-                if want & DRAIN != 0 && s & want != want {
-                    let new = s | want;
-                    if let Err(current) = self.state.compare_exchange_weak(
-                        s,
-                        new,
-                        Ordering::Relaxed,
-                        Ordering::Relaxed,
-                    ) {
+            if w.never_sleeps() && writer_wants(s) & DRAIN != 0 {
+                match self.announce_writer(s, awoke) {
+                    Ok(now) => {
+                        waited = true;
+                        s = now;
+                    }
+                    Err(current) => {
                         s = current;
                         continue;
                     }
-                    waited = true;
-                    s = new;
                 }
             }
             // Spin unless readers or writers sleep; but through a read turn (READ_TURN) even
@@ -788,16 +783,9 @@ impl RawRwLock {
             // Announce the wait; if readers keep us out, new readers must stay out (DRAIN) or
             // they could keep us out for ever. A woken writer going back to sleep also drops the
             // mark, so the holder's release wakes a writer again.
-            let want = writer_wants(s);
-            if s & want != want || (awoke && s & WRITER_WOKEN != 0) {
-                let new = (s | want) & if awoke { !WRITER_WOKEN } else { !0 };
-                if let Err(current) =
-                    self.state
-                        .compare_exchange_weak(s, new, Ordering::Relaxed, Ordering::Relaxed)
-                {
-                    s = current;
-                    continue;
-                }
+            if let Err(current) = self.announce_writer(s, awoke) {
+                s = current;
+                continue;
             }
             waited = true;
             // Read the sequence before re-checking the word: a waker changes the word, then bumps
@@ -833,6 +821,22 @@ impl RawRwLock {
             }
             s = self.state.load(Ordering::Relaxed);
         }
+    }
+
+    /// Announces a waiting writer in the word, which held `s`: sets `writer_wants(s)`, and
+    /// drops `WRITER_WOKEN` if this writer was woken (`awoke`, see `wait_writer`). Returns the
+    /// word as it now is, or, if it changed meanwhile, as it was found.
+    #[inline]
+    fn announce_writer(&self, s: u32, awoke: bool) -> Result<u32, u32> {
+        let want = writer_wants(s);
+        let dropped = if awoke { WRITER_WOKEN } else { 0 };
+        if s & want == want && s & dropped == 0 {
+            return Ok(s);
+        }
+        let new = (s | want) & !dropped;
+        self.state
+            .compare_exchange_weak(s, new, Ordering::Relaxed, Ordering::Relaxed)
+            .map(|_| new)
     }
 
     /// A writer or upgrader that set `WRITERS_WAITING` gives up. It may have consumed the
