@@ -14,7 +14,11 @@
 //! more than [`MOVED_NS`] longer than a hit found a line that another CPU had written since the
 //! waiter's previous look. The time comes from the CPU's time-stamp counter, fenced so that it
 //! brackets the load and nothing else; the threshold is calibrated once per process, the first
-//! time a look is timed.
+//! time a look is timed. Some counters (a VM's, often) advance in steps of many ticks, so
+//! that a look's time is a whole number of steps: the threshold is [`MOVED_NS`] rounded to the
+//! nearest step, so that which looks read as moved is the same in every process (rounded to a
+//! tick, a look that took a whole number of steps near `MOVED_NS` over a hit read as moved in
+//! some processes and not in others, by how the counter's measured rate had rounded).
 //!
 //! A look also tells whether a moved line came from *far*: from a CPU that shares no cache level
 //! with this one, so that the transfer took longer than a load from memory (timed once, at
@@ -151,10 +155,13 @@ fn calibrate() -> u64 {
         // A plain atomic: only timed builds get here, and loom's would be a model object.
         let local = core::sync::atomic::AtomicU32::new(0);
         let mut hit = u64::MAX;
+        let mut step = 0;
         for _ in 0..32 {
             let t0 = ticks();
             let _ = local.load(core::sync::atomic::Ordering::Relaxed);
-            hit = hit.min(ticks().wrapping_sub(t0));
+            let took = ticks().wrapping_sub(t0);
+            hit = hit.min(took);
+            step = gcd(step, took);
         }
         // Ticks per nanosecond, over a window long enough for the clock's own cost (tens of
         // nanoseconds a read) not to matter.
@@ -167,13 +174,14 @@ fn calibrate() -> u64 {
         }
         let ticks_elapsed = ticks().wrapping_sub(t0);
         let ns_elapsed = n1.saturating_sub(n0).max(1);
+        let step = gcd(step, ticks_elapsed).max(1);
         // A counter slower than 100 MHz or faster than 100 GHz is not one to time a load with
         // (a preemption inside the window stretches both clocks alike, so it is not the cause):
         // leave looks untimed.
         if ticks_elapsed < ns_elapsed / 10 || ticks_elapsed > ns_elapsed * 100 {
             u64::MAX
         } else {
-            let moved = hit.saturating_add(MOVED_NS * ticks_elapsed / ns_elapsed);
+            let moved = moved_threshold(hit, ticks_elapsed, ns_elapsed, step);
             TICKS_PER_US.store(
                 (ticks_elapsed.saturating_mul(1_000) / ns_elapsed).max(1),
                 Ordering::Relaxed,
@@ -189,6 +197,28 @@ fn calibrate() -> u64 {
     };
     MOVED_TICKS.store(threshold, Ordering::Relaxed);
     threshold
+}
+
+/// The threshold a look's ticks must exceed to read as moved, for a hit of `hit` ticks on a
+/// counter that advanced `ticks` in `ns` nanoseconds in steps of `step` ticks: a look's time is
+/// a whole number of steps, so `MOVED_NS` is too, rounded to the nearest step, and a look
+/// reads as moved where it took at least that much longer than a hit (at least one step).
+/// Rounded down to a tick instead, the threshold fell just below or just at a step by how the
+/// measured rate rounded in a process.
+fn moved_threshold(hit: u64, ticks: u64, ns: u64, step: u64) -> u64 {
+    let per_step_ns = ns.saturating_mul(step).max(1);
+    let steps = (MOVED_NS.saturating_mul(ticks) + per_step_ns / 2) / per_step_ns;
+    hit.saturating_add(steps.max(1).saturating_mul(step))
+        .saturating_sub(1)
+}
+
+/// The greatest common divisor of `a` and `b` (`b` where `a` is 0): the step a counter's
+/// readings advance in is the greatest common divisor of the differences between them.
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
 }
 
 /// For tests: every moved line reads as far while this is set (see [`all_far`]).
@@ -302,6 +332,49 @@ mod tests {
             );
         } else {
             assert_eq!(ticks_ns(1_000), 0);
+        }
+    }
+
+    #[test]
+    fn a_counters_step_is_the_greatest_common_divisor_of_its_differences() {
+        // (differences between readings, the step they show)
+        let cases: [(&[u64], u64); 5] = [
+            (&[52, 52, 78, 10_374], 26),
+            (&[52, 52, 52], 52),
+            (&[31, 33, 10_381], 1),
+            (&[0, 0, 40], 40),
+            (&[], 0),
+        ];
+        for (differences, step) in cases {
+            assert_eq!(
+                differences.iter().fold(0, |g, &d| gcd(g, d)),
+                step,
+                "{differences:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_moved_threshold_is_moved_ns_in_whole_steps_of_the_counter() {
+        // (hit, ticks, ns, step: the threshold a moved look's ticks exceed)
+        let cases = [
+            // A 2.6 GHz counter in steps of 26: 20 ns is two steps, whether its rate measured
+            // a little under or over 2.6 per ns.
+            ((52, 10_364, 4_000, 26), 52 + 52 - 1),
+            ((52, 10_400, 4_000, 26), 52 + 52 - 1),
+            ((52, 10_416, 4_000, 26), 52 + 52 - 1),
+            // A counter that advances every tick: 20 ns of ticks, rounded.
+            ((30, 12_000, 4_000, 1), 30 + 60 - 1),
+            ((30, 12_010, 4_000, 1), 30 + 60 - 1),
+            // Steps longer than twice `MOVED_NS`: one step over a hit.
+            ((100, 40_000, 4_000, 500), 100 + 500 - 1),
+        ];
+        for ((hit, ticks, ns, step), threshold) in cases {
+            assert_eq!(
+                moved_threshold(hit, ticks, ns, step),
+                threshold,
+                "{hit} {ticks} {ns} {step}"
+            );
         }
     }
 

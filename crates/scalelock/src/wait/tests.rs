@@ -1463,9 +1463,8 @@ fn moved_looks(rounds: u32) -> Option<(u32, u64)> {
     // about three transfers, and the time each side takes to see its turn, so the estimate
     // runs high. Where a transfer is not clearly slower than the threshold (two CPUs that share
     // a cache, or one CPU), a look cannot tell, and there is nothing to check. "Clearly" is
-    // five times the threshold: where the estimate said less, a VM's looks at the moved line
-    // took the calibrated threshold to the counter's step (its counter advances in steps), and
-    // read as moved or not by how the counter's measured rate had rounded in that process.
+    // five times `MOVED_NS`: a counter that advances in steps (a VM's) rounds the threshold to
+    // its step (see `look`), and the estimate runs high.
     let rounds_ns = started.map_or(0, |t| t.elapsed().as_nanos() as u64);
     let transfer_ns = rounds_ns / (3 * u64::from(rounds - 1));
     if !pinned || transfer_ns < 5 * MOVED_NS {
