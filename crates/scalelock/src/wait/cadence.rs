@@ -33,6 +33,26 @@
 //! lock is "often" again within a few readings, since a reading counts for at most
 //! [`SAMPLE_CAP_NS`].
 //!
+//! A yield that took longer than [`SELDOM_NS`] ran threads that kept the CPU that long. For
+//! a thread whose gap is near the threshold (above [`GAP_NEAR_SELDOM_NS`]) it settles the
+//! verdict: the thread's gap becomes `SAMPLE_CAP_NS` (a reading), so that its next waits
+//! spin and sleep until a few readings of short gaps say otherwise:
+//!
+//! ```text
+//!  a yield took > SELDOM_NS, gap > GAP_NEAR_SELDOM_NS:  gap' = max(gap, SAMPLE_CAP_NS),
+//!                                                        a reading now
+//! ```
+//!
+//! A server's threads wait seldom on average, but close together now and then (a holder
+//! preempted inside its short hold, its waiters piling up behind it), and their gaps read
+//! just under the threshold often enough that their waits yielded, each yield for a round
+//! of threads working whole slices (MariaDB's table cache mutex under the preload library:
+//! yields of milliseconds on a lock held for a fraction of a microsecond), where a sleeper
+//! is woken by the release. The threads of a hot lock read gaps far below the threshold,
+//! and their long yields (many threads per CPU taking turns) leave their verdict alone:
+//! where every long yield made a thread wait seldom, the bench's `mutex-hammer` and
+//! `mutex-long` lost throughput at many threads per CPU to sleeps and wake-ups.
+//!
 //! It also keeps when this thread last gave its CPU away (a yield or a futex sleep ended,
 //! whoever made it), which a rotating waiter (see `Waiter::rotating`) asks as its wait
 //! begins: a thread that has kept its CPU for longer than [`ROTATE_NS`] since begins its wait
@@ -113,6 +133,25 @@
 // Under loom and Miri no thread waits seldom: only the tests use these there.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const SELDOM_NS: u64 = 1_000_000;
+
+/// A thread whose gap is above this, a quarter of [`SELDOM_NS`], and whose yield took longer
+/// than `SELDOM_NS`, waits seldom from then on (see the module docs): a thread that keeps
+/// taking a hot lock, whose yields are long because many threads per CPU take turns at the
+/// lock, reads gaps far below this; a server's thread that works between its waits reads
+/// gaps near `SELDOM_NS`, below it when its waits come close together.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const GAP_NEAR_SELDOM_NS: u64 = SELDOM_NS / 4;
+
+/// This thread's gap, in ns (tests only; 0 before its first reading; see [`waits_seldom`]).
+#[cfg(all(test, not(any(loom, miri))))]
+pub(crate) fn gap_ns() -> u64 {
+    let last = LAST_READ.with(core::cell::Cell::get);
+    if last.at_ns == 0 {
+        0
+    } else {
+        last.gap_ns
+    }
+}
 
 /// A reading of a thread's gap (CPU time per wait) counts for at most this much toward its
 /// verdict (see the module docs): a thread's start, or a pause in its use of locks, is
@@ -226,8 +265,39 @@ pub(crate) fn yield_took(took_ns: u64) {
     let _ = STRETCH_NS.try_with(|s| s.set(next_stretch(s.get(), took_ns)));
     #[cfg(not(any(loom, miri)))]
     let _ = LONE_NS.try_with(|l| l.set(next_lone(l.get(), took_ns)));
+    #[cfg(not(any(loom, miri)))]
+    if took_ns > SELDOM_NS {
+        yield_was_long();
+    }
     #[cfg(any(loom, miri))]
     let _ = took_ns;
+}
+
+/// A yield of this thread took longer than [`SELDOM_NS`]: the threads it handed its CPU to
+/// ran that long. Where the thread's gap is above [`GAP_NEAR_SELDOM_NS`], a reading of its CPU
+/// clock now sets the gap to [`SAMPLE_CAP_NS`] at least: its next waits spin and sleep, until
+/// a few readings of short gaps make it wait often again (see the module docs).
+#[cfg(not(any(loom, miri)))]
+#[cold]
+fn yield_was_long() {
+    let Ok(last) = LAST_READ.try_with(core::cell::Cell::get) else {
+        return;
+    };
+    if last.at_ns == 0 || last.gap_ns <= GAP_NEAR_SELDOM_NS {
+        return;
+    }
+    let Some(cpu_ns) = thread_cpu_ns() else {
+        return;
+    };
+    let at_ns = super::now_ns();
+    let _ = BEGUN.try_with(|n| n.set(0));
+    let _ = LAST_READ.try_with(|l| {
+        l.set(Reading {
+            at_ns,
+            cpu_ns,
+            gap_ns: last.gap_ns.max(SAMPLE_CAP_NS),
+        })
+    });
 }
 
 /// This thread's stretch, in ns (tests only; see [`yield_took`]).

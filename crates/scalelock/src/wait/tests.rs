@@ -500,6 +500,72 @@ fn a_threads_gap_follows_its_last_few_readings_of_cpu_time_per_wait() {
 // Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
 #[cfg(not(any(loom, miri)))]
 #[test]
+fn a_long_yield_makes_a_thread_whose_gap_is_near_seldom_wait_seldom() {
+    use super::cadence::{
+        gap_ns, thread_cpu_ns, wait_begins, waits_seldom, yield_took, GAP_NEAR_SELDOM_NS, SELDOM_NS,
+    };
+    // Runs for `ns` of this thread's CPU time (however much of the machine other tests take).
+    fn work(ns: u64) {
+        let cpu0 = thread_cpu_ns().unwrap();
+        let mut x = 0u64;
+        while thread_cpu_ns().unwrap() - cpu0 <= ns {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+    }
+    // A reading (at least SELDOM_NS of monotonic time after the last) after `cpu_ns` of work
+    // shared among `waits` waits.
+    fn reading(cpu_ns: u64, waits: u32) -> bool {
+        work(cpu_ns);
+        std::thread::sleep(Duration::from_nanos(SELDOM_NS + SELDOM_NS / 10));
+        for _ in 0..waits {
+            wait_begins();
+        }
+        waits_seldom()
+    }
+    std::thread::spawn(|| {
+        assert!(!waits_seldom(), "a thread's first wait");
+        // A hot lock's thread (a short gap): long yields leave it waiting often.
+        assert!(gap_ns() <= GAP_NEAR_SELDOM_NS, "{}", gap_ns());
+        yield_took(10 * SELDOM_NS);
+        wait_begins();
+        assert!(!reading(0, 1), "a short gap after a long yield");
+        // Work between waits until the gap is near the threshold, still below it.
+        let mut readings = 0;
+        while gap_ns() <= GAP_NEAR_SELDOM_NS {
+            readings += 1;
+            assert!(readings < 16, "gap {} after {readings} readings", gap_ns());
+            assert!(
+                !reading(SELDOM_NS / 2, 1),
+                "half SELDOM_NS per wait is often"
+            );
+        }
+        // A yield as long as SELDOM_NS: the verdict stands.
+        yield_took(SELDOM_NS);
+        wait_begins();
+        assert!(!waits_seldom(), "after a yield of SELDOM_NS");
+        // A longer one: the thread's next waits neither yield nor rotate, however often they
+        // come, until a few readings of short gaps say otherwise.
+        yield_took(SELDOM_NS + 1);
+        for _ in 0..100 {
+            wait_begins();
+        }
+        assert!(waits_seldom(), "right after a long yield, gap {}", gap_ns());
+        let mut readings = 0;
+        while reading(0, 100) {
+            readings += 1;
+            assert!(
+                readings < 16,
+                "still seldom after {readings} readings of waits one after another"
+            );
+        }
+    })
+    .join()
+    .unwrap();
+}
+
+// Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
+#[cfg(not(any(loom, miri)))]
+#[test]
 fn a_thread_waits_seldom_after_work_between_its_waits_and_one_close_pair_keeps_the_verdict() {
     use super::cadence::{thread_cpu_ns, wait_begins, waits_seldom, SELDOM_NS};
     // Runs for `ns` of this thread's CPU time (however much of the machine other tests take).
