@@ -39,8 +39,7 @@
 //! spin and sleep until a few readings of short gaps say otherwise:
 //!
 //! ```text
-//!  a yield took > SELDOM_NS, gap > GAP_NEAR_SELDOM_NS:  gap' = max(gap, SAMPLE_CAP_NS),
-//!                                                        a reading now
+//!  a yield took > SELDOM_NS, gap > GAP_NEAR_SELDOM_NS:  gap' = SAMPLE_CAP_NS, a reading now
 //! ```
 //!
 //! A server's threads wait seldom on average, but close together now and then (a holder
@@ -275,8 +274,8 @@ pub(crate) fn yield_took(took_ns: u64) {
 
 /// A yield of this thread took longer than [`SELDOM_NS`]: the threads it handed its CPU to
 /// ran that long. Where the thread's gap is above [`GAP_NEAR_SELDOM_NS`], a reading of its CPU
-/// clock now sets the gap to [`SAMPLE_CAP_NS`] at least: its next waits spin and sleep, until
-/// a few readings of short gaps make it wait often again (see the module docs).
+/// clock now sets the gap to [`SAMPLE_CAP_NS`], the most a gap reads: its next waits spin and
+/// sleep, until a few readings of short gaps make it wait often again (see the module docs).
 #[cfg(not(any(loom, miri)))]
 #[cold]
 fn yield_was_long() {
@@ -295,7 +294,7 @@ fn yield_was_long() {
         l.set(Reading {
             at_ns,
             cpu_ns,
-            gap_ns: last.gap_ns.max(SAMPLE_CAP_NS),
+            gap_ns: SAMPLE_CAP_NS,
         })
     });
 }
