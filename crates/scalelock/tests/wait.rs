@@ -40,10 +40,34 @@ fn policy_parses_every_documented_spelling() {
     }
 }
 
+/// The right to set the process-wide policy (one test at a time): puts the policy back as it
+/// was when dropped, also when the test panics, so that a failed check does not leave the
+/// tests after it running under `Always`, where those that wait for a sleeper hang.
+struct PolicyHeld {
+    before: SpinPolicy,
+    _lock: std::sync::MutexGuard<'static, ()>,
+}
+
+impl PolicyHeld {
+    fn new() -> PolicyHeld {
+        let lock = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
+        PolicyHeld {
+            before: spin_policy(),
+            _lock: lock,
+        }
+    }
+}
+
+impl Drop for PolicyHeld {
+    fn drop(&mut self) {
+        // Runs before the fields drop: the lock is still held.
+        set_spin_policy(self.before);
+    }
+}
+
 #[test]
 fn policy_changes_at_run_time_and_sets_the_budget() {
-    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-    let before = spin_policy();
+    let _held = PolicyHeld::new();
     let e = SpinEstimate::new();
     set_spin_policy(SpinPolicy::Never);
     assert_eq!(e.budget(), SpinBudget::Nanos(0));
@@ -56,7 +80,6 @@ fn policy_changes_at_run_time_and_sets_the_budget() {
         SpinBudget::Nanos(n) => assert!((1..=MAX_ADAPTIVE_SPIN_NS).contains(&n)),
         b => panic!("adaptive budget {b:?}"),
     }
-    set_spin_policy(before);
 }
 
 #[test]
@@ -426,16 +449,13 @@ fn every_timed_acquisition_gives_up_on_time(policy: SpinPolicy) {
     unsafe { b.unlock_exclusive() };
 }
 
-/// Runs `f` under each of `policies` in turn, set process-wide (one such test at a time), and
-/// puts the policy back as it was.
+/// Runs `f` under each of `policies` in turn, set process-wide (see [`PolicyHeld`]).
 fn under_each_policy(policies: &[SpinPolicy], f: impl Fn(SpinPolicy)) {
-    let _g = POLICY_LOCK.lock().unwrap_or_else(PoisonError::into_inner);
-    let before = spin_policy();
+    let _held = PolicyHeld::new();
     for &policy in policies {
         set_spin_policy(policy);
         f(policy);
     }
-    set_spin_policy(before);
 }
 
 #[test]

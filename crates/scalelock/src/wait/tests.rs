@@ -497,21 +497,23 @@ fn a_threads_gap_follows_its_last_few_readings_of_cpu_time_per_wait() {
     }
 }
 
+/// Runs for `ns` of this thread's CPU time (however much of the machine other tests take).
+#[cfg(not(any(loom, miri)))]
+fn work(ns: u64) {
+    let cpu0 = super::cadence::thread_cpu_ns().unwrap();
+    let mut x = 0u64;
+    while super::cadence::thread_cpu_ns().unwrap() - cpu0 <= ns {
+        x = std::hint::black_box(x.wrapping_add(1));
+    }
+}
+
 // Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
 #[cfg(not(any(loom, miri)))]
 #[test]
 fn a_long_yield_makes_a_thread_whose_gap_is_near_seldom_wait_seldom() {
     use super::cadence::{
-        gap_ns, thread_cpu_ns, wait_begins, waits_seldom, yield_took, GAP_NEAR_SELDOM_NS, SELDOM_NS,
+        gap_ns, wait_begins, waits_seldom, yield_took, GAP_NEAR_SELDOM_NS, SELDOM_NS,
     };
-    // Runs for `ns` of this thread's CPU time (however much of the machine other tests take).
-    fn work(ns: u64) {
-        let cpu0 = thread_cpu_ns().unwrap();
-        let mut x = 0u64;
-        while thread_cpu_ns().unwrap() - cpu0 <= ns {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
-    }
     // A reading (at least SELDOM_NS of monotonic time after the last) after `cpu_ns` of work
     // shared among `waits` waits.
     fn reading(cpu_ns: u64, waits: u32) -> bool {
@@ -567,15 +569,7 @@ fn a_long_yield_makes_a_thread_whose_gap_is_near_seldom_wait_seldom() {
 #[cfg(not(any(loom, miri)))]
 #[test]
 fn a_thread_waits_seldom_after_work_between_its_waits_and_one_close_pair_keeps_the_verdict() {
-    use super::cadence::{thread_cpu_ns, wait_begins, waits_seldom, SELDOM_NS};
-    // Runs for `ns` of this thread's CPU time (however much of the machine other tests take).
-    fn work(ns: u64) {
-        let cpu0 = thread_cpu_ns().unwrap();
-        let mut x = 0u64;
-        while thread_cpu_ns().unwrap() - cpu0 <= ns {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
-    }
+    use super::cadence::{wait_begins, waits_seldom, SELDOM_NS};
     std::thread::spawn(|| {
         assert!(!waits_seldom(), "a thread's first wait");
         assert!(!waits_seldom(), "a wait right after it");
