@@ -3,7 +3,7 @@
 //! # Design
 //!
 //! Two 32-bit words: the futex **state word** and the lock's [`SpinEstimate`]. An uncontended
-//! `lock` is one compare-exchange (`0 -> LOCKED`), an uncontended `unlock` a read and another
+//! `lock` is one compare-exchange (`0 -> LOCKED`), an uncontended `unlock` another
 //! (`LOCKED -> 0`, see `release_plain`); the unlock makes a system call only when a thread may
 //! be asleep.
 //!
