@@ -3,7 +3,7 @@
 //! # Design
 //!
 //! Two 32-bit words: the futex **state word** and the lock's [`SpinEstimate`]. An uncontended
-//! `lock` is one compare-exchange (`0 -> LOCKED`), an uncontended `unlock` another
+//! `lock` is one compare-exchange (`0 -> LOCKED`), an uncontended `unlock` a read and another
 //! (`LOCKED -> 0`, see `release_plain`); the unlock makes a system call only when a thread may
 //! be asleep.
 //!
@@ -329,21 +329,25 @@ impl RawMutex {
     /// Releases the mutex if its word is plain `LOCKED` (nobody to wake, nothing to hand
     /// over) and returns whether it did; otherwise leaves the word to `unlock_slow`.
     ///
-    /// One compare-exchange, with no read of the word before it. A waiter's first move on a
-    /// held lock is `lock`'s compare-exchange, which takes the word's line exclusive even
-    /// when it fails, and the waiter's polls then read its own copy; a read before the
-    /// release's compare-exchange would fetch the line shared, and the compare-exchange ask
-    /// for it again, exclusive: two transfers on the release's path where one does. (The
-    /// read was there to fetch the line while the critical section's stores drained, which
-    /// a locked instruction waits for; interleaved bench rounds of the mutex workloads
-    /// measured the single compare-exchange ahead where threads outnumber CPUs and level
-    /// elsewhere.) A word with a flag set fails the compare-exchange and goes to the slow
-    /// path, which writes the word in any case.
+    /// The word is read before the compare-exchange, and the read decides: a word with a flag
+    /// set goes to the slow path without a compare-exchange bound to fail. The read is there
+    /// for the hand-over's sake too. A locked instruction (x86's; here the compare-exchange)
+    /// waits until every earlier store has left the store buffer, and only then asks for its
+    /// cache line. Under contention both are slow: a critical section's stores often go to
+    /// lines another CPU wrote last, and a waiter on another CPU has read the word's line, so
+    /// the two fetches came back to back, and the waiter saw the release that much later. A
+    /// plain load is not held back by earlier stores to other lines: it fetches the word's
+    /// line while they drain. (glibc's unlock reads and writes the mutex's line before its
+    /// exchange too.) What the read costs: a hold with no stores gains nothing from it, and
+    /// where nothing lies between `lock` and `unlock` the read waits for the lock's
+    /// compare-exchange.
     #[inline]
     fn release_plain(&self) -> bool {
-        self.state
-            .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
-            .is_ok()
+        self.state.load(Ordering::Relaxed) == LOCKED
+            && self
+                .state
+                .compare_exchange(LOCKED, 0, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
     }
 
     /// Whether the mutex is held by some thread (a racy snapshot).
