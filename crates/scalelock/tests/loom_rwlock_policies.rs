@@ -9,7 +9,9 @@
 
 mod common;
 
-use common::model::spawn_on;
+use common::model::{model_with_preemptions, spawn_on};
+use loom::sync::Arc;
+use loom::thread::JoinHandle;
 use scalelock::wait::{set_spin_policy, Deadline, SpinPolicy};
 use scalelock::RawRwLock;
 use std::time::Duration;
@@ -34,6 +36,22 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Spawns a writer that tries for the write lock until `patience` seconds from now and, if it
+/// gets it, adds one to the counter; it returns what it added.
+fn timed_writer(s: &Arc<Shared>, patience: u64) -> JoinHandle<u32> {
+    spawn_on(s, move |s: &Shared| {
+        let deadline = Deadline::after(Duration::from_secs(patience));
+        if s.lock.try_lock_exclusive_until(&deadline) {
+            s.add(1);
+            // SAFETY: this thread holds the write lock it releases here.
+            unsafe { s.lock.unlock_exclusive() };
+            1
+        } else {
+            0
+        }
+    })
+}
+
 #[test]
 fn a_timed_writer_kept_out_by_readers_strands_nobody_under_every_policy() {
     // A writer kept out by a reader announces itself (`WRITERS_WAITING | DRAIN`) before it
@@ -52,22 +70,10 @@ fn a_timed_writer_kept_out_by_readers_strands_nobody_under_every_policy() {
     let _turn = turn();
     for (policy, patience) in policies.into_iter().flat_map(|p| [(p, FAR), (p, PASSED)]) {
         set_spin_policy(policy);
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(2);
-        b.check(move || {
+        model_with_preemptions(2, move || {
             let s = Shared::new();
             s.lock.lock_shared();
-            let tw = spawn_on(&s, move |s: &Shared| {
-                let deadline = Deadline::after(Duration::from_secs(patience));
-                if s.lock.try_lock_exclusive_until(&deadline) {
-                    s.add(1);
-                    // SAFETY: this thread holds the write lock it releases here.
-                    unsafe { s.lock.unlock_exclusive() };
-                    1
-                } else {
-                    0
-                }
-            });
+            let tw = timed_writer(&s, patience);
             let r = spawn_on(&s, |s: &Shared| s.read());
             // SAFETY: this thread holds the read lock it releases here.
             unsafe { s.lock.unlock_shared() };
@@ -94,22 +100,10 @@ fn two_writers_under_always_exclude_each_other_and_strand_nobody() {
     let _turn = turn();
     set_spin_policy(SpinPolicy::Always);
     for patience in [FAR, PASSED] {
-        let mut b = loom::model::Builder::new();
-        b.preemption_bound = Some(2);
-        b.check(move || {
+        model_with_preemptions(2, move || {
             let s = Shared::new();
             s.lock.lock_shared();
-            let tw = spawn_on(&s, move |s: &Shared| {
-                let deadline = Deadline::after(Duration::from_secs(patience));
-                if s.lock.try_lock_exclusive_until(&deadline) {
-                    s.add(1);
-                    // SAFETY: this thread holds the write lock it releases here.
-                    unsafe { s.lock.unlock_exclusive() };
-                    1
-                } else {
-                    0
-                }
-            });
+            let tw = timed_writer(&s, patience);
             let w = spawn_on(&s, |s: &Shared| s.write());
             // SAFETY: this thread holds the read lock it releases here.
             unsafe { s.lock.unlock_shared() };
