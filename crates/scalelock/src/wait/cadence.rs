@@ -288,13 +288,20 @@ fn yield_was_long() {
     let Some(cpu_ns) = thread_cpu_ns() else {
         return;
     };
-    let at_ns = super::now_ns();
     let _ = BEGUN.try_with(|n| n.set(0));
+    keep_reading(super::now_ns(), cpu_ns, SAMPLE_CAP_NS);
+}
+
+/// Keeps a reading of this thread's CPU clock, `cpu_ns` at `at_ns`, that made its gap
+/// `gap_ns`: the one place [`waits_seldom`] and a long yield record one.
+#[cfg(not(any(loom, miri)))]
+#[inline]
+fn keep_reading(at_ns: u64, cpu_ns: u64, gap_ns: u64) {
     let _ = LAST_READ.try_with(|l| {
         l.set(Reading {
             at_ns,
             cpu_ns,
-            gap_ns: SAMPLE_CAP_NS,
+            gap_ns,
         })
     });
 }
@@ -498,13 +505,7 @@ pub(crate) fn waits_seldom() -> bool {
         // Never read: `last.cpu_ns` is 0, the thread's CPU time at its start.
         let gap = (last.at_ns != 0).then_some(last.gap_ns);
         let gap_ns = next_gap(gap, last.cpu_ns, cpu_ns, waits);
-        let _ = LAST_READ.try_with(|l| {
-            l.set(Reading {
-                at_ns,
-                cpu_ns,
-                gap_ns,
-            })
-        });
+        keep_reading(at_ns, cpu_ns, gap_ns);
         gap_ns > SELDOM_NS
     }
 }

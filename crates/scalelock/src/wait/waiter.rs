@@ -123,9 +123,10 @@
 //!   whether its thread has run for more than `SELDOM_NS` of CPU time per wait it began
 //!   lately, or, where that is near `SELDOM_NS`, has lately made a yield that took longer
 //!   than `SELDOM_NS` (the threads it ran worked that long); if so, it makes no yields, and
-//!   spins its learned budget and sleeps as a waiter that may not yield does. A yield can cost its waiter a round of the other threads
-//!   runnable on its CPU (Linux's EEVDF scheduler moves a yielder's deadline a time slice
-//!   later, behind the threads that had not run their slice yet) and saves, against a sleep,
+//!   spins its learned budget and sleeps as a waiter that may not yield does. A yield can
+//!   cost its waiter a round of the other threads runnable on its CPU (Linux's EEVDF
+//!   scheduler moves a yielder's deadline a time slice later, behind the threads that had
+//!   not run their slice yet) and saves, against a sleep,
 //!   the unlocker's futex wake and the waiter's wake-up. A thread that waits again and again
 //!   on a hot lock saves that on every wait, and its rounds are short: the other runnable
 //!   threads are mostly the lock's users and waiters, which soon yield, sleep, or take the
