@@ -9,9 +9,11 @@
 
 mod common;
 
-use common::model::{far, model_with_preemptions};
+use common::model::{far, model_with_preemptions, spawn_on};
 use loom::thread;
+use scalelock::wait::Deadline;
 use scalelock::RawRwLock;
+use std::time::Duration;
 
 type Shared = common::model::Shared<RawRwLock>;
 
@@ -260,5 +262,37 @@ fn two_writers_twice_and_a_reader_all_complete() {
         w2.join().unwrap();
         r.join().unwrap();
         assert_eq!(s.read(), 4);
+    });
+}
+
+#[test]
+fn a_timed_writer_woken_past_its_deadline_passes_the_wake_up_on() {
+    // A release that wakes a writer marks the lock `WRITER_WOKEN`, and later releases wake
+    // nobody until that writer takes the lock or sleeps again. Here the writer woken may be a
+    // timed one whose deadline passes as its sleep ends (one timed wait returning is one tick
+    // of loom's clock) and which finds the lock taken again by its releaser: it gives up, and
+    // must drop the mark and pass the wake-up on, or the plain writer asleep beside it sleeps
+    // for ever (loom reports the deadlock). The counter checks exclusion and every write.
+    loom::model(|| {
+        let s = Shared::new();
+        s.lock.lock_exclusive();
+        let tw = spawn_on(&s, |s: &Shared| {
+            let one_tick = Deadline::after(Duration::from_secs(1));
+            if s.lock.try_lock_exclusive_until(&one_tick) {
+                s.add(1);
+                // SAFETY: this thread holds the write lock it releases here.
+                unsafe { s.lock.unlock_exclusive() };
+                1
+            } else {
+                0
+            }
+        });
+        let w = spawn_on(&s, |s: &Shared| s.write());
+        // SAFETY: this thread holds the write lock it releases here.
+        unsafe { s.lock.unlock_exclusive() };
+        s.write();
+        let wrote = tw.join().unwrap();
+        w.join().unwrap();
+        assert_eq!(s.read(), wrote + 2);
     });
 }

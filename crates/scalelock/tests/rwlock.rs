@@ -117,6 +117,22 @@ fn read_recursive_enters_while_a_writer_waits_but_read_does_not() {
     assert_eq!(*lock.read(), 1);
 }
 
+#[test]
+fn a_writer_that_gives_up_lets_new_readers_in_at_once() {
+    // A writer that readers keep out and that sleeps has set `DRAIN` (new readers stay out);
+    // once it gives up, a new reader enters at once, not only after the readers inside leave.
+    let lock = RwLock::new(0);
+    let outer = lock.read();
+    assert!(lock.try_write_for(Duration::from_millis(20)).is_none());
+    assert!(
+        lock.try_read().is_some(),
+        "a writer that gave up must not keep new readers out"
+    );
+    drop(outer);
+    *lock.write() += 1;
+    assert_eq!(*lock.read(), 1);
+}
+
 #[cfg(all(debug_assertions, not(feature = "send_guard")))]
 #[test]
 #[should_panic(expected = "read_recursive")]
