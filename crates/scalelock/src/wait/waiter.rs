@@ -126,7 +126,9 @@
 //!   spins its learned budget and sleeps as a waiter that may not yield does. A yield can
 //!   cost its waiter a round of the other threads runnable on its CPU (Linux's EEVDF
 //!   scheduler moves a yielder's deadline a time slice later, behind the threads that had
-//!   not run their slice yet) and saves, against a sleep,
+//!   not run their slice yet; kernels that make a yield forfeit the rest of the slice, as
+//!   Linux does since 2025, also count the slice given away as run, so that the yielder's
+//!   later turns come later too, where a sleeper's do not) and saves, against a sleep,
 //!   the unlocker's futex wake and the waiter's wake-up. A thread that waits again and again
 //!   on a hot lock saves that on every wait, and its rounds are short: the other runnable
 //!   threads are mostly the lock's users and waiters, which soon yield, sleep, or take the
