@@ -9,11 +9,9 @@
 
 mod common;
 
-use common::model::{far, model_with_preemptions, spawn_on};
+use common::model::{far, model_with_preemptions, spawn_on, timed_writer};
 use loom::thread;
-use scalelock::wait::Deadline;
 use scalelock::RawRwLock;
-use std::time::Duration;
 
 type Shared = common::model::Shared<RawRwLock>;
 
@@ -276,17 +274,7 @@ fn a_timed_writer_woken_past_its_deadline_passes_the_wake_up_on() {
     loom::model(|| {
         let s = Shared::new();
         s.lock.lock_exclusive();
-        let tw = spawn_on(&s, |s: &Shared| {
-            let one_tick = Deadline::after(Duration::from_secs(1));
-            if s.lock.try_lock_exclusive_until(&one_tick) {
-                s.add(1);
-                // SAFETY: this thread holds the write lock it releases here.
-                unsafe { s.lock.unlock_exclusive() };
-                1
-            } else {
-                0
-            }
-        });
+        let tw = timed_writer(&s, 1);
         let w = spawn_on(&s, |s: &Shared| s.write());
         // SAFETY: this thread holds the write lock it releases here.
         unsafe { s.lock.unlock_exclusive() };

@@ -9,12 +9,9 @@
 
 mod common;
 
-use common::model::{model_with_preemptions, spawn_on};
-use loom::sync::Arc;
-use loom::thread::JoinHandle;
-use scalelock::wait::{set_spin_policy, Deadline, SpinPolicy};
+use common::model::{model_with_preemptions, spawn_on, timed_writer};
+use scalelock::wait::{set_spin_policy, SpinPolicy};
 use scalelock::RawRwLock;
-use std::time::Duration;
 
 /// Seconds to a deadline that no model reaches (see `common::model::far`).
 const FAR: u64 = 3600;
@@ -34,22 +31,6 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
     POLICY
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Spawns a writer that tries for the write lock until `patience` seconds from now and, if it
-/// gets it, adds one to the counter; it returns what it added.
-fn timed_writer(s: &Arc<Shared>, patience: u64) -> JoinHandle<u32> {
-    spawn_on(s, move |s: &Shared| {
-        let deadline = Deadline::after(Duration::from_secs(patience));
-        if s.lock.try_lock_exclusive_until(&deadline) {
-            s.add(1);
-            // SAFETY: this thread holds the write lock it releases here.
-            unsafe { s.lock.unlock_exclusive() };
-            1
-        } else {
-            0
-        }
-    })
 }
 
 #[test]

@@ -31,6 +31,23 @@ pub fn spawn_on<S: 'static, R: 'static>(
     thread::spawn(move || f(&s))
 }
 
+/// Spawns a writer that tries for `RawRwLock`'s write lock until `patience` seconds from now
+/// (under loom, ticks of the virtual clock: timed waits that returned) and, if it gets it,
+/// adds one to the counter; it returns what it added.
+pub fn timed_writer(s: &Arc<Shared<RawRwLock>>, patience: u64) -> JoinHandle<u32> {
+    spawn_on(s, move |s: &Shared<RawRwLock>| {
+        let deadline = Deadline::after(Duration::from_secs(patience));
+        if s.lock.try_lock_exclusive_until(&deadline) {
+            s.add(1);
+            // SAFETY: this thread holds the write lock it releases here.
+            unsafe { s.lock.unlock_exclusive() };
+            1
+        } else {
+            0
+        }
+    })
+}
+
 /// Spawns `n` loom threads that each run `f` on `s`.
 pub fn spawn_each<S: 'static, R: 'static>(
     n: usize,
