@@ -52,6 +52,22 @@
 //! where every long yield made a thread wait seldom, the bench's `mutex-hammer` and
 //! `mutex-long` lost throughput at many threads per CPU to sleeps and wake-ups.
 //!
+//! Such a yield also *marks* the process for [`LONG_YIELD_MARK_NS`]: while the mark lasts,
+//! every thread whose gap is above `GAP_NEAR_SELDOM_NS` waits seldom. How long a yield lasts
+//! is a property of the run queues (how many threads are runnable, and how long each keeps
+//! its CPU), not of the thread that yields, so one long yield is evidence for every thread of
+//! the same kind. Without the mark each such thread learned it with a long yield of its own,
+//! and each of those cost a request its latency (MariaDB's table cache mutex under the
+//! preload library: the yields that turned its threads seldom were the longest waits of
+//! read-only transactions, their tail; where the kernel makes a yield forfeit the rest of
+//! the time slice, the yielder's later turns came later too). Hot-lock threads neither set
+//! nor read the mark.
+//!
+//! ```text
+//!  a yield took > SELDOM_NS, gap > GAP_NEAR_SELDOM_NS:  the process is marked, now
+//!  an ask within LONG_YIELD_MARK_NS of the mark, gap > GAP_NEAR_SELDOM_NS:  seldom
+//! ```
+//!
 //! It also keeps when this thread last gave its CPU away (a yield or a futex sleep ended,
 //! whoever made it), which a rotating waiter (see `Waiter::rotating`) asks as its wait
 //! begins: a thread that has kept its CPU for longer than [`ROTATE_NS`] since begins its wait
@@ -140,6 +156,59 @@ pub(crate) const SELDOM_NS: u64 = 1_000_000;
 /// gaps near `SELDOM_NS`, below it when its waits come close together.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
 pub(crate) const GAP_NEAR_SELDOM_NS: u64 = SELDOM_NS / 4;
+
+/// How long a long yield of a thread near seldom keeps the process's other threads near
+/// seldom from yielding (see the module docs): long enough to reach them before their next
+/// waits, each about `SELDOM_NS` of CPU time away, which where threads outnumber CPUs many
+/// times over is as many times `SELDOM_NS` of time; short enough that a load that has passed
+/// stops counting soon after.
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+pub(crate) const LONG_YIELD_MARK_NS: u64 = 100 * SELDOM_NS;
+
+/// Whether a thread whose gap is `gap_ns` waits seldom by the process's mark, set at
+/// `mark_at_ns` (0: never), asked at `now_ns` (see the module docs).
+#[cfg_attr(any(loom, miri), allow(dead_code))]
+#[inline]
+pub(crate) fn marked_seldom(now_ns: u64, gap_ns: u64, mark_at_ns: u64) -> bool {
+    gap_ns > GAP_NEAR_SELDOM_NS
+        && mark_at_ns != 0
+        && now_ns.saturating_sub(mark_at_ns) < LONG_YIELD_MARK_NS
+}
+
+/// When (monotonic ns) a thread near seldom last made a long yield: the process's mark (see
+/// the module docs; 0: never). The unit tests keep it per thread, since the test harness
+/// runs them in parallel threads of one process.
+#[cfg(all(not(any(loom, miri)), not(test)))]
+static LONG_YIELD_AT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+#[cfg(all(not(any(loom, miri)), test))]
+std::thread_local! {
+    static LONG_YIELD_AT: core::sync::atomic::AtomicU64 =
+        const { core::sync::atomic::AtomicU64::new(0) };
+}
+
+/// The process's mark (see [`LONG_YIELD_AT`]).
+#[cfg(not(any(loom, miri)))]
+#[inline]
+fn long_yield_at() -> u64 {
+    #[cfg(not(test))]
+    {
+        LONG_YIELD_AT.load(core::sync::atomic::Ordering::Relaxed)
+    }
+    #[cfg(test)]
+    {
+        LONG_YIELD_AT.with(|m| m.load(core::sync::atomic::Ordering::Relaxed))
+    }
+}
+
+/// Marks the process at `now_ns` (see [`LONG_YIELD_AT`]).
+#[cfg(not(any(loom, miri)))]
+#[inline]
+fn mark_long_yield(now_ns: u64) {
+    #[cfg(not(test))]
+    LONG_YIELD_AT.store(now_ns, core::sync::atomic::Ordering::Relaxed);
+    #[cfg(test)]
+    LONG_YIELD_AT.with(|m| m.store(now_ns, core::sync::atomic::Ordering::Relaxed));
+}
 
 /// This thread's gap, in ns (tests only; 0 before its first reading; see [`waits_seldom`]).
 #[cfg(all(test, not(any(loom, miri))))]
@@ -275,7 +344,9 @@ pub(crate) fn yield_took(took_ns: u64) {
 /// A yield of this thread took longer than [`SELDOM_NS`]: the threads it handed its CPU to
 /// ran that long. Where the thread's gap is above [`GAP_NEAR_SELDOM_NS`], a reading of its CPU
 /// clock now sets the gap to [`SAMPLE_CAP_NS`], the most a gap reads: its next waits spin and
-/// sleep, until a few readings of short gaps make it wait often again (see the module docs).
+/// sleep, until a few readings of short gaps make it wait often again; and it marks the
+/// process, so that the other threads near seldom wait seldom too for [`LONG_YIELD_MARK_NS`]
+/// (see the module docs).
 #[cfg(not(any(loom, miri)))]
 #[cold]
 fn yield_was_long() {
@@ -289,7 +360,9 @@ fn yield_was_long() {
         return;
     };
     let _ = BEGUN.try_with(|n| n.set(0));
-    keep_reading(super::now_ns(), cpu_ns, SAMPLE_CAP_NS);
+    let now_ns = super::now_ns();
+    mark_long_yield(now_ns);
+    keep_reading(now_ns, cpu_ns, SAMPLE_CAP_NS);
 }
 
 /// Keeps a reading of this thread's CPU clock, `cpu_ns` at `at_ns`, that made its gap
@@ -479,9 +552,10 @@ pub(crate) fn wait_begins() {
 /// starts waits often (when a first ask said "seldom", threads that start together on a
 /// contended rwlock became sleepers, which cost the bench's `read-write` cells), one that
 /// starts with a stretch of other work does not. Reads the clock only where more than
-/// `SELDOM_NS` has passed since its last reading; before that, the verdict stands.
-/// Ask once per wait. Never under loom, whose models explore the yields, nor under Miri, which
-/// has no thread CPU clock.
+/// `SELDOM_NS` has passed since its last reading; before that, the verdict stands. A thread
+/// whose gap is above [`GAP_NEAR_SELDOM_NS`] also waits seldom while the process's mark of a
+/// long yield lasts (see the module docs). Ask once per wait. Never under loom, whose models
+/// explore the yields, nor under Miri, which has no thread CPU clock.
 #[inline]
 pub(crate) fn waits_seldom() -> bool {
     #[cfg(any(loom, miri))]
@@ -496,7 +570,7 @@ pub(crate) fn waits_seldom() -> bool {
         };
         let at_ns = super::now_ns();
         if last.at_ns != 0 && at_ns.saturating_sub(last.at_ns) <= SELDOM_NS {
-            return last.gap_ns > SELDOM_NS;
+            return last.gap_ns > SELDOM_NS || marked_seldom(at_ns, last.gap_ns, long_yield_at());
         }
         let Some(cpu_ns) = thread_cpu_ns() else {
             return false;
@@ -506,7 +580,7 @@ pub(crate) fn waits_seldom() -> bool {
         let gap = (last.at_ns != 0).then_some(last.gap_ns);
         let gap_ns = next_gap(gap, last.cpu_ns, cpu_ns, waits);
         keep_reading(at_ns, cpu_ns, gap_ns);
-        gap_ns > SELDOM_NS
+        gap_ns > SELDOM_NS || marked_seldom(at_ns, gap_ns, long_yield_at())
     }
 }
 

@@ -512,7 +512,8 @@ fn work(ns: u64) {
 #[test]
 fn a_long_yield_makes_a_thread_whose_gap_is_near_seldom_wait_seldom() {
     use super::cadence::{
-        gap_ns, wait_begins, waits_seldom, yield_took, GAP_NEAR_SELDOM_NS, SELDOM_NS,
+        gap_ns, wait_begins, waits_seldom, yield_took, GAP_NEAR_SELDOM_NS, LONG_YIELD_MARK_NS,
+        SELDOM_NS,
     };
     // A reading (at least SELDOM_NS of monotonic time after the last) after `cpu_ns` of work
     // shared among `waits` waits.
@@ -546,7 +547,9 @@ fn a_long_yield_makes_a_thread_whose_gap_is_near_seldom_wait_seldom() {
         wait_begins();
         assert!(!waits_seldom(), "after a yield of SELDOM_NS");
         // A longer one: the thread's next waits neither yield nor rotate, however often they
-        // come, until a few readings of short gaps say otherwise.
+        // come, until a few readings of short gaps say otherwise; and it marks the process,
+        // which keeps the thread seldom while its gap is above GAP_NEAR_SELDOM_NS.
+        let long_at = Instant::now();
         yield_took(SELDOM_NS + 1);
         for _ in 0..100 {
             wait_begins();
@@ -560,9 +563,41 @@ fn a_long_yield_makes_a_thread_whose_gap_is_near_seldom_wait_seldom() {
                 "still seldom after {readings} readings of waits one after another"
             );
         }
+        assert!(
+            gap_ns() <= GAP_NEAR_SELDOM_NS
+                || long_at.elapsed() >= Duration::from_nanos(LONG_YIELD_MARK_NS),
+            "often again within the mark, gap {}",
+            gap_ns()
+        );
     })
     .join()
     .unwrap();
+}
+
+#[test]
+fn the_mark_of_a_long_yield_makes_threads_near_seldom_wait_seldom_until_it_ends() {
+    use super::cadence::{marked_seldom, GAP_NEAR_SELDOM_NS, LONG_YIELD_MARK_NS, SELDOM_NS};
+    let at = 1_000 * SELDOM_NS;
+    let near = SELDOM_NS / 2;
+    // (asked at, the thread's gap, the mark, seldom by the mark)
+    let cases = [
+        (at, near, at, true),
+        (at + LONG_YIELD_MARK_NS - 1, near, at, true),
+        // The mark has ended.
+        (at + LONG_YIELD_MARK_NS, near, at, false),
+        // A hot lock's thread does not read it.
+        (at, GAP_NEAR_SELDOM_NS, at, false),
+        (at, GAP_NEAR_SELDOM_NS + 1, at, true),
+        // Never marked.
+        (at, near, 0, false),
+    ];
+    for (now, gap, mark, seldom) in cases {
+        assert_eq!(
+            marked_seldom(now, gap, mark),
+            seldom,
+            "now {now}, gap {gap}, mark {mark}"
+        );
+    }
 }
 
 // Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
