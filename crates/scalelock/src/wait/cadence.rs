@@ -186,28 +186,26 @@ std::thread_local! {
         const { core::sync::atomic::AtomicU64::new(0) };
 }
 
-/// The process's mark (see [`LONG_YIELD_AT`]).
+/// Runs `f` on the process's mark (see [`LONG_YIELD_AT`]): the one place that knows the
+/// tests keep it per thread.
 #[cfg(not(any(loom, miri)))]
 #[inline]
-fn long_yield_at() -> u64 {
+fn with_mark<R>(f: impl FnOnce(&core::sync::atomic::AtomicU64) -> R) -> R {
     #[cfg(not(test))]
     {
-        LONG_YIELD_AT.load(core::sync::atomic::Ordering::Relaxed)
+        f(&LONG_YIELD_AT)
     }
     #[cfg(test)]
     {
-        LONG_YIELD_AT.with(|m| m.load(core::sync::atomic::Ordering::Relaxed))
+        LONG_YIELD_AT.with(f)
     }
 }
 
-/// Marks the process at `now_ns` (see [`LONG_YIELD_AT`]).
+/// When the process was last marked (see [`LONG_YIELD_AT`]; 0: never).
 #[cfg(not(any(loom, miri)))]
 #[inline]
-fn mark_long_yield(now_ns: u64) {
-    #[cfg(not(test))]
-    LONG_YIELD_AT.store(now_ns, core::sync::atomic::Ordering::Relaxed);
-    #[cfg(test)]
-    LONG_YIELD_AT.with(|m| m.store(now_ns, core::sync::atomic::Ordering::Relaxed));
+fn mark_at() -> u64 {
+    with_mark(|m| m.load(core::sync::atomic::Ordering::Relaxed))
 }
 
 /// This thread's gap, in ns (tests only; 0 before its first reading; see [`waits_seldom`]).
@@ -361,7 +359,7 @@ fn yield_was_long() {
     };
     let _ = BEGUN.try_with(|n| n.set(0));
     let now_ns = super::now_ns();
-    mark_long_yield(now_ns);
+    with_mark(|m| m.store(now_ns, core::sync::atomic::Ordering::Relaxed));
     keep_reading(now_ns, cpu_ns, SAMPLE_CAP_NS);
 }
 
@@ -570,7 +568,7 @@ pub(crate) fn waits_seldom() -> bool {
         };
         let at_ns = super::now_ns();
         if last.at_ns != 0 && at_ns.saturating_sub(last.at_ns) <= SELDOM_NS {
-            return last.gap_ns > SELDOM_NS || marked_seldom(at_ns, last.gap_ns, long_yield_at());
+            return last.gap_ns > SELDOM_NS || marked_seldom(at_ns, last.gap_ns, mark_at());
         }
         let Some(cpu_ns) = thread_cpu_ns() else {
             return false;
@@ -580,7 +578,7 @@ pub(crate) fn waits_seldom() -> bool {
         let gap = (last.at_ns != 0).then_some(last.gap_ns);
         let gap_ns = next_gap(gap, last.cpu_ns, cpu_ns, waits);
         keep_reading(at_ns, cpu_ns, gap_ns);
-        gap_ns > SELDOM_NS || marked_seldom(at_ns, gap_ns, long_yield_at())
+        gap_ns > SELDOM_NS || marked_seldom(at_ns, gap_ns, mark_at())
     }
 }
 
