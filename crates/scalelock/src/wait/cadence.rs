@@ -18,8 +18,8 @@
 //! waits again and again keeps a short gap however long it sits in a run queue; and the gap is
 //! shared among all the waits it began, so that waits that end within their spin (and never
 //! ask) count as waits too. The CPU clock is a system call, so an ask reads it only where the
-//! monotonic clock (read in user space) says that more than `SELDOM_NS` has passed since it
-//! was last read; an ask between two readings gets the thread's standing verdict. A wait's
+//! monotonic clock (read in user space) says that more than [`READ_EVERY_NS`] has passed
+//! since it was last read; an ask between two readings gets the thread's standing verdict. A wait's
 //! beginning only adds one to a count.
 //!
 //! The verdict follows the thread's last few readings, not its last one. A server's thread
@@ -33,40 +33,16 @@
 //! lock is "often" again within a few readings, since a reading counts for at most
 //! [`SAMPLE_CAP_NS`].
 //!
-//! A yield that took longer than [`SELDOM_NS`] ran threads that kept the CPU that long. For
-//! a thread whose gap is near the threshold (above [`GAP_NEAR_SELDOM_NS`]) it settles the
-//! verdict: the thread's gap becomes `SAMPLE_CAP_NS` (a reading), so that its next waits
-//! spin and sleep until a few readings of short gaps say otherwise:
-//!
-//! ```text
-//!  a yield took > SELDOM_NS, gap > GAP_NEAR_SELDOM_NS:  gap' = SAMPLE_CAP_NS, a reading now
-//! ```
-//!
-//! A server's threads wait seldom on average, but close together now and then (a holder
-//! preempted inside its short hold, its waiters piling up behind it), and their gaps read
-//! just under the threshold often enough that their waits yielded, each yield for a round
-//! of threads working whole slices (MariaDB's table cache mutex under the preload library:
-//! yields of milliseconds on a lock held for a fraction of a microsecond), where a sleeper
-//! is woken by the release. The threads of a hot lock read gaps far below the threshold,
-//! and their long yields (many threads per CPU taking turns) leave their verdict alone:
-//! where every long yield made a thread wait seldom, the bench's `mutex-hammer` and
-//! `mutex-long` lost throughput at many threads per CPU to sleeps and wake-ups.
-//!
-//! Such a yield also *marks* the process for [`LONG_YIELD_MARK_NS`]: while the mark lasts,
-//! every thread whose gap is above `GAP_NEAR_SELDOM_NS` waits seldom. How long a yield lasts
-//! is a property of the run queues (how many threads are runnable, and how long each keeps
-//! its CPU), not of the thread that yields, so one long yield is evidence for every thread of
-//! the same kind. Without the mark each such thread learned it with a long yield of its own,
-//! and each of those cost a request its latency (MariaDB's table cache mutex under the
-//! preload library: the yields that turned its threads seldom were the longest waits of
-//! read-only transactions, their tail; where the kernel makes a yield forfeit the rest of
-//! the time slice, the yielder's later turns came later too). Hot-lock threads neither set
-//! nor read the mark.
-//!
-//! ```text
-//!  a yield took > SELDOM_NS, gap > GAP_NEAR_SELDOM_NS:  the process is marked, now
-//!  an ask within LONG_YIELD_MARK_NS of the mark, gap > GAP_NEAR_SELDOM_NS:  seldom
-//! ```
+//! The threshold, [`SELDOM_NS`], is a round: the time a rotation's yield aims to be back in
+//! ([`ROUND_NS`], see below). A thread that runs longer than that per wait hands the CPU, when
+//! it yields, to threads that are likely to work as long before they give it back, so its
+//! yield lasts more than a round with a single such thread ahead of it, and a round of whole
+//! time slices where threads outnumber CPUs many times over (MariaDB's table cache mutex under
+//! the preload library: with a threshold four times as high, the threads whose gaps lay
+//! between the two made the yields of milliseconds that were its read-only transactions'
+//! latency tail). The threads of a hot lock, which take it again and again with little work
+//! between, read gaps far below it, and keep the yields that spare their lock's releases a
+//! futex wake.
 //!
 //! It also keeps when this thread last gave its CPU away (a yield or a futex sleep ended,
 //! whoever made it), which a rotating waiter (see `Waiter::rotating`) asks as its wait
@@ -141,72 +117,20 @@
 //! first rotation comes at most a lone stretch late, and the yield that runs one of them
 //! restores the stretch.
 
-/// A thread that has run for longer than this (CPU time) per wait it began since its CPU clock
-/// was last read, when a wait of its comes to its first yield, *waits seldom*: longer than a
-/// scheduler's time slice of other work, so that a yield of its would hand its CPU over for a
-/// round of threads that may be working whole slices too (see the waiter's docs).
+/// A thread that has run for longer than this (CPU time) per wait it began, over its last few
+/// readings of its CPU clock, when a wait of its comes to its first yield, *waits seldom*: a
+/// round ([`ROUND_NS`]), so that a yield of its would hand its CPU over for longer than a round
+/// to threads that work as long between their waits (see the module docs and the waiter's).
 // Under loom and Miri no thread waits seldom: only the tests use these there.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
-pub(crate) const SELDOM_NS: u64 = 1_000_000;
+pub(crate) const SELDOM_NS: u64 = ROUND_NS;
 
-/// A thread whose gap is above this, a quarter of [`SELDOM_NS`], and whose yield took longer
-/// than `SELDOM_NS`, waits seldom from then on (see the module docs): a thread that keeps
-/// taking a hot lock, whose yields are long because many threads per CPU take turns at the
-/// lock, reads gaps far below this; a server's thread that works between its waits reads
-/// gaps near `SELDOM_NS`, below it when its waits come close together.
+/// An ask reads the thread's CPU clock (a system call) only where more than this has passed
+/// (monotonic time) since its last reading; an ask between two readings gets the standing
+/// verdict (see the module docs). A thread that waits every few microseconds would otherwise
+/// pay a system call on most of its waits' first yields.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
-pub(crate) const GAP_NEAR_SELDOM_NS: u64 = SELDOM_NS / 4;
-
-/// How long a long yield of a thread near seldom keeps the process's other threads near
-/// seldom from yielding (see the module docs): long enough to reach them before their next
-/// waits, each about `SELDOM_NS` of CPU time away, which where threads outnumber CPUs many
-/// times over is as many times `SELDOM_NS` of time; short enough that a load that has passed
-/// stops counting soon after.
-#[cfg_attr(any(loom, miri), allow(dead_code))]
-pub(crate) const LONG_YIELD_MARK_NS: u64 = 100 * SELDOM_NS;
-
-/// Whether a thread whose gap is `gap_ns` waits seldom by the process's mark, set at
-/// `mark_at_ns` (0: never), asked at `now_ns` (see the module docs).
-#[cfg_attr(any(loom, miri), allow(dead_code))]
-#[inline]
-pub(crate) fn marked_seldom(now_ns: u64, gap_ns: u64, mark_at_ns: u64) -> bool {
-    gap_ns > GAP_NEAR_SELDOM_NS
-        && mark_at_ns != 0
-        && now_ns.saturating_sub(mark_at_ns) < LONG_YIELD_MARK_NS
-}
-
-/// When (monotonic ns) a thread near seldom last made a long yield: the process's mark (see
-/// the module docs; 0: never). The unit tests keep it per thread, since the test harness
-/// runs them in parallel threads of one process.
-#[cfg(all(not(any(loom, miri)), not(test)))]
-static LONG_YIELD_AT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
-#[cfg(all(not(any(loom, miri)), test))]
-std::thread_local! {
-    static LONG_YIELD_AT: core::sync::atomic::AtomicU64 =
-        const { core::sync::atomic::AtomicU64::new(0) };
-}
-
-/// Runs `f` on the process's mark (see [`LONG_YIELD_AT`]): the one place that knows the
-/// tests keep it per thread.
-#[cfg(not(any(loom, miri)))]
-#[inline]
-fn with_mark<R>(f: impl FnOnce(&core::sync::atomic::AtomicU64) -> R) -> R {
-    #[cfg(not(test))]
-    {
-        f(&LONG_YIELD_AT)
-    }
-    #[cfg(test)]
-    {
-        LONG_YIELD_AT.with(f)
-    }
-}
-
-/// When the process was last marked (see [`LONG_YIELD_AT`]; 0: never).
-#[cfg(not(any(loom, miri)))]
-#[inline]
-fn mark_at() -> u64 {
-    with_mark(|m| m.load(core::sync::atomic::Ordering::Relaxed))
-}
+pub(crate) const READ_EVERY_NS: u64 = 1_000_000;
 
 /// This thread's gap, in ns (tests only; 0 before its first reading; see [`waits_seldom`]).
 #[cfg(all(test, not(any(loom, miri))))]
@@ -223,7 +147,7 @@ pub(crate) fn gap_ns() -> u64 {
 /// verdict (see the module docs): a thread's start, or a pause in its use of locks, is
 /// forgotten within a few readings once it waits often again.
 #[cfg_attr(any(loom, miri), allow(dead_code))]
-pub(crate) const SAMPLE_CAP_NS: u64 = 4 * SELDOM_NS;
+pub(crate) const SAMPLE_CAP_NS: u64 = 4 * READ_EVERY_NS;
 
 /// When, and at what CPU time, an ask of this thread last read its CPU clock.
 #[cfg(not(any(loom, miri)))]
@@ -331,50 +255,8 @@ pub(crate) fn yield_took(took_ns: u64) {
     let _ = STRETCH_NS.try_with(|s| s.set(next_stretch(s.get(), took_ns)));
     #[cfg(not(any(loom, miri)))]
     let _ = LONE_NS.try_with(|l| l.set(next_lone(l.get(), took_ns)));
-    #[cfg(not(any(loom, miri)))]
-    if took_ns > SELDOM_NS {
-        yield_was_long();
-    }
     #[cfg(any(loom, miri))]
     let _ = took_ns;
-}
-
-/// A yield of this thread took longer than [`SELDOM_NS`]: the threads it handed its CPU to
-/// ran that long. Where the thread's gap is above [`GAP_NEAR_SELDOM_NS`], a reading of its CPU
-/// clock now sets the gap to [`SAMPLE_CAP_NS`], the most a gap reads: its next waits spin and
-/// sleep, until a few readings of short gaps make it wait often again; and it marks the
-/// process, so that the other threads near seldom wait seldom too for [`LONG_YIELD_MARK_NS`]
-/// (see the module docs).
-#[cfg(not(any(loom, miri)))]
-#[cold]
-fn yield_was_long() {
-    let Ok(last) = LAST_READ.try_with(core::cell::Cell::get) else {
-        return;
-    };
-    if last.at_ns == 0 || last.gap_ns <= GAP_NEAR_SELDOM_NS {
-        return;
-    }
-    let Some(cpu_ns) = thread_cpu_ns() else {
-        return;
-    };
-    let _ = BEGUN.try_with(|n| n.set(0));
-    let now_ns = super::now_ns();
-    with_mark(|m| m.store(now_ns, core::sync::atomic::Ordering::Relaxed));
-    keep_reading(now_ns, cpu_ns, SAMPLE_CAP_NS);
-}
-
-/// Keeps a reading of this thread's CPU clock, `cpu_ns` at `at_ns`, that made its gap
-/// `gap_ns`: the one place [`waits_seldom`] and a long yield record one.
-#[cfg(not(any(loom, miri)))]
-#[inline]
-fn keep_reading(at_ns: u64, cpu_ns: u64, gap_ns: u64) {
-    let _ = LAST_READ.try_with(|l| {
-        l.set(Reading {
-            at_ns,
-            cpu_ns,
-            gap_ns,
-        })
-    });
 }
 
 /// This thread's stretch, in ns (tests only; see [`yield_took`]).
@@ -550,10 +432,9 @@ pub(crate) fn wait_begins() {
 /// starts waits often (when a first ask said "seldom", threads that start together on a
 /// contended rwlock became sleepers, which cost the bench's `read-write` cells), one that
 /// starts with a stretch of other work does not. Reads the clock only where more than
-/// `SELDOM_NS` has passed since its last reading; before that, the verdict stands. A thread
-/// whose gap is above [`GAP_NEAR_SELDOM_NS`] also waits seldom while the process's mark of a
-/// long yield lasts (see the module docs). Ask once per wait. Never under loom, whose models
-/// explore the yields, nor under Miri, which has no thread CPU clock.
+/// [`READ_EVERY_NS`] has passed since its last reading; before that, the verdict stands. Ask
+/// once per wait. Never under loom, whose models explore the yields, nor under Miri, which
+/// has no thread CPU clock.
 #[inline]
 pub(crate) fn waits_seldom() -> bool {
     #[cfg(any(loom, miri))]
@@ -567,8 +448,8 @@ pub(crate) fn waits_seldom() -> bool {
             return true;
         };
         let at_ns = super::now_ns();
-        if last.at_ns != 0 && at_ns.saturating_sub(last.at_ns) <= SELDOM_NS {
-            return last.gap_ns > SELDOM_NS || marked_seldom(at_ns, last.gap_ns, mark_at());
+        if last.at_ns != 0 && at_ns.saturating_sub(last.at_ns) <= READ_EVERY_NS {
+            return last.gap_ns > SELDOM_NS;
         }
         let Some(cpu_ns) = thread_cpu_ns() else {
             return false;
@@ -577,8 +458,14 @@ pub(crate) fn waits_seldom() -> bool {
         // Never read: `last.cpu_ns` is 0, the thread's CPU time at its start.
         let gap = (last.at_ns != 0).then_some(last.gap_ns);
         let gap_ns = next_gap(gap, last.cpu_ns, cpu_ns, waits);
-        keep_reading(at_ns, cpu_ns, gap_ns);
-        gap_ns > SELDOM_NS || marked_seldom(at_ns, gap_ns, mark_at())
+        let _ = LAST_READ.try_with(|l| {
+            l.set(Reading {
+                at_ns,
+                cpu_ns,
+                gap_ns,
+            })
+        });
+        gap_ns > SELDOM_NS
     }
 }
 

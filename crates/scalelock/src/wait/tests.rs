@@ -475,12 +475,13 @@ fn a_threads_gap_follows_its_last_few_readings_of_cpu_time_per_wait() {
             1,
             3 * SELDOM_NS / 2,
         ),
+        // A reading counts for SAMPLE_CAP_NS at most.
         (
             Some(SELDOM_NS),
             1_000,
-            1_000 + 100 * SELDOM_NS,
+            1_000 + 100 * SAMPLE_CAP_NS,
             1,
-            7 * SELDOM_NS / 4,
+            (3 * SELDOM_NS + SAMPLE_CAP_NS) / 4,
         ),
         (Some(4), 1_000, 1_000 + 4 * SELDOM_NS, 4, 3 + SELDOM_NS / 4),
         // A gap of 0 is a gap like any other, not "no reading yet".
@@ -507,150 +508,81 @@ fn work(ns: u64) {
     }
 }
 
-// Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
+/// A reading of this thread's CPU clock: `cpu_ns` of work, then (off the CPU) more than
+/// `READ_EVERY_NS` of monotonic time, `waits` waits begun, and an ask; returns its verdict.
 #[cfg(not(any(loom, miri)))]
-#[test]
-fn a_long_yield_makes_a_thread_whose_gap_is_near_seldom_wait_seldom() {
-    use super::cadence::{
-        gap_ns, wait_begins, waits_seldom, yield_took, GAP_NEAR_SELDOM_NS, LONG_YIELD_MARK_NS,
-        SELDOM_NS,
-    };
-    // A reading (at least SELDOM_NS of monotonic time after the last) after `cpu_ns` of work
-    // shared among `waits` waits.
-    fn reading(cpu_ns: u64, waits: u32) -> bool {
-        work(cpu_ns);
-        std::thread::sleep(Duration::from_nanos(SELDOM_NS + SELDOM_NS / 10));
-        for _ in 0..waits {
-            wait_begins();
-        }
-        waits_seldom()
-    }
-    std::thread::spawn(|| {
-        assert!(!waits_seldom(), "a thread's first wait");
-        // A hot lock's thread (a short gap): long yields leave it waiting often.
-        assert!(gap_ns() <= GAP_NEAR_SELDOM_NS, "{}", gap_ns());
-        yield_took(10 * SELDOM_NS);
+fn reading(cpu_ns: u64, waits: u32) -> bool {
+    use super::cadence::{wait_begins, waits_seldom, READ_EVERY_NS};
+    work(cpu_ns);
+    std::thread::sleep(Duration::from_nanos(READ_EVERY_NS + READ_EVERY_NS / 10));
+    for _ in 0..waits {
         wait_begins();
-        assert!(!reading(0, 1), "a short gap after a long yield");
-        // Work between waits until the gap is near the threshold, still below it.
-        let mut readings = 0;
-        while gap_ns() <= GAP_NEAR_SELDOM_NS {
-            readings += 1;
-            assert!(readings < 16, "gap {} after {readings} readings", gap_ns());
-            assert!(
-                !reading(SELDOM_NS / 2, 1),
-                "half SELDOM_NS per wait is often"
-            );
-        }
-        // A yield as long as SELDOM_NS: the verdict stands.
-        yield_took(SELDOM_NS);
-        wait_begins();
-        assert!(!waits_seldom(), "after a yield of SELDOM_NS");
-        // A longer one: the thread's next waits neither yield nor rotate, however often they
-        // come, until a few readings of short gaps say otherwise; and it marks the process,
-        // which keeps the thread seldom while its gap is above GAP_NEAR_SELDOM_NS.
-        let long_at = Instant::now();
-        yield_took(SELDOM_NS + 1);
-        for _ in 0..100 {
-            wait_begins();
-        }
-        assert!(waits_seldom(), "right after a long yield, gap {}", gap_ns());
-        let mut readings = 0;
-        while reading(0, 100) {
-            readings += 1;
-            assert!(
-                readings < 16,
-                "still seldom after {readings} readings of waits one after another"
-            );
-        }
-        assert!(
-            gap_ns() <= GAP_NEAR_SELDOM_NS
-                || long_at.elapsed() >= Duration::from_nanos(LONG_YIELD_MARK_NS),
-            "often again within the mark, gap {}",
-            gap_ns()
-        );
-    })
-    .join()
-    .unwrap();
-}
-
-#[test]
-fn the_mark_of_a_long_yield_makes_threads_near_seldom_wait_seldom_until_it_ends() {
-    use super::cadence::{marked_seldom, GAP_NEAR_SELDOM_NS, LONG_YIELD_MARK_NS, SELDOM_NS};
-    let at = 1_000 * SELDOM_NS;
-    let near = SELDOM_NS / 2;
-    // (asked at, the thread's gap, the mark, seldom by the mark)
-    let cases = [
-        (at, near, at, true),
-        (at + LONG_YIELD_MARK_NS - 1, near, at, true),
-        // The mark has ended.
-        (at + LONG_YIELD_MARK_NS, near, at, false),
-        // A hot lock's thread does not read it.
-        (at, GAP_NEAR_SELDOM_NS, at, false),
-        (at, GAP_NEAR_SELDOM_NS + 1, at, true),
-        // Never marked.
-        (at, near, 0, false),
-    ];
-    for (now, gap, mark, seldom) in cases {
-        assert_eq!(
-            marked_seldom(now, gap, mark),
-            seldom,
-            "now {now}, gap {gap}, mark {mark}"
-        );
     }
+    waits_seldom()
 }
 
 // Neither Miri nor loom reads the thread CPU clock (the cadence there is always "often").
 #[cfg(not(any(loom, miri)))]
 #[test]
 fn a_thread_waits_seldom_after_work_between_its_waits_and_one_close_pair_keeps_the_verdict() {
-    use super::cadence::{wait_begins, waits_seldom, SELDOM_NS};
+    use super::cadence::{gap_ns, wait_begins, waits_seldom, READ_EVERY_NS, SELDOM_NS};
     std::thread::spawn(|| {
         assert!(!waits_seldom(), "a thread's first wait");
         assert!(!waits_seldom(), "a wait right after it");
-        // Off the CPU (asleep, preempted): no CPU time passes, the thread waits often still.
-        std::thread::sleep(Duration::from_nanos(3 * SELDOM_NS));
-        assert!(!waits_seldom(), "a wait after a pause");
-        // One stretch of work between two waits does not make a thread that waited often
-        // wait seldom; a few do.
-        work(2 * SELDOM_NS);
-        assert!(!waits_seldom(), "one wait after work");
+        // Off the CPU (asleep, preempted): no CPU time passes, the thread waits often still,
+        // and its gap shrinks toward none.
+        for _ in 0..4 {
+            assert!(!reading(0, 1), "a wait after a pause, gap {}", gap_ns());
+        }
+        // Work between waits, as long as SELDOM_NS per wait: often still.
+        for _ in 0..4 {
+            assert!(
+                !reading(SELDOM_NS, 1),
+                "SELDOM_NS per wait, gap {}",
+                gap_ns()
+            );
+        }
+        assert!(gap_ns() <= SELDOM_NS, "{}", gap_ns());
+        // Twice as much: seldom within a few readings.
         let mut readings = 1;
-        while !waits_seldom() {
+        while !reading(2 * SELDOM_NS, 1) {
             assert!(
                 readings < 8,
-                "still often after {readings} waits after work"
+                "still often after {readings} readings of work, gap {}",
+                gap_ns()
             );
             readings += 1;
-            work(4 * SELDOM_NS);
         }
         // A wait right after one that found it seldom (no reading): seldom too, as a
         // server's thread that meets two held locks in a row.
         wait_begins();
         assert!(waits_seldom(), "a wait right after a seldom one");
-        // As much work, shared among a dozen waits that ended within their spin, a few
-        // times: often.
+        // As much work, shared among waits that ended within their spin, a few times: often.
         let mut readings = 0;
-        loop {
-            work(2 * SELDOM_NS);
-            for _ in 0..12 {
-                wait_begins();
-            }
+        while reading(2 * SELDOM_NS, 32) {
             readings += 1;
-            if !waits_seldom() {
-                break;
-            }
             assert!(
-                readings < 8,
-                "still seldom after {readings} readings of short waits"
+                readings < 16,
+                "still seldom after {readings} readings of short waits, gap {}",
+                gap_ns()
             );
         }
+        assert!(gap_ns() <= SELDOM_NS, "{}", gap_ns());
+        // A yield, however long, leaves the verdict to the readings (a hot lock's threads,
+        // many per CPU, make long yields).
+        super::cadence::yield_took(100 * READ_EVERY_NS);
+        wait_begins();
+        assert!(
+            !waits_seldom(),
+            "often after a long yield, gap {}",
+            gap_ns()
+        );
     })
     .join()
     .unwrap();
     // A thread that works before its first wait: the first ask counts from its start.
     std::thread::spawn(|| {
-        work(2 * SELDOM_NS);
+        work(4 * SELDOM_NS);
         assert!(waits_seldom(), "a first wait after work");
     })
     .join()

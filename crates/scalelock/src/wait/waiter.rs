@@ -120,25 +120,23 @@
 //!   to a reader that kept it for a time slice (the bench's `read-mostly`, `recursive-read`
 //!   and `rwlock-hammer` lost throughput and tail both when every writer yielded).
 //!   Yields are for threads that wait often (see `cadence`): at its first yield, a waiter asks
-//!   whether its thread has run for more than `SELDOM_NS` of CPU time per wait it began
-//!   lately, or, where that is near `SELDOM_NS`, has lately made a yield that took longer
-//!   than `SELDOM_NS` (the threads it ran worked that long); if so, it makes no yields, and
-//!   spins its learned budget and sleeps as a waiter that may not yield does. A yield can
-//!   cost its waiter a round of the other threads runnable on its CPU (Linux's EEVDF
-//!   scheduler moves a yielder's deadline a time slice later, behind the threads that had
-//!   not run their slice yet; kernels that make a yield forfeit the rest of the slice, as
-//!   Linux does since 2025, also count the slice given away as run, so that the yielder's
-//!   later turns come later too, where a sleeper's do not) and saves, against a sleep,
-//!   the unlocker's futex wake and the waiter's wake-up. A thread that waits again and again
-//!   on a hot lock saves that on every wait, and its rounds are short: the other runnable
-//!   threads are mostly the lock's users and waiters, which soon yield, sleep, or take the
-//!   lock and leave it. A thread that waits seldom, between stretches of other work (a
-//!   server's thread, on a lock that most of its acquisitions find free), saves little, and
-//!   the threads it would yield to are working too, each for up to a whole time slice: the
-//!   round becomes its wait's latency, where a sleeper is woken by the release and placed by
-//!   the scheduler for the time it spent off its CPU, not behind everyone. CPU time, not
-//!   time: a thread that waits often but was preempted between two waits (threads outnumber
-//!   CPUs) has done no other work meanwhile. A wait that ends within its spin never asks.
+//!   whether its thread has run for more than `SELDOM_NS` (a round, see `cadence`) of CPU time per
+//!   wait it began lately; if so, it makes no yields, and spins its learned budget and sleeps as a
+//!   waiter that may not yield does. A yield can cost its waiter a round of the other threads
+//!   runnable on its CPU (Linux's EEVDF scheduler moves a yielder's deadline a time slice later,
+//!   behind the threads that had not run their slice yet; kernels that make a yield forfeit the
+//!   rest of the slice, as Linux does since 2025, also count the slice given away as run, so that
+//!   the yielder's later turns come later too, where a sleeper's do not) and saves, against a
+//!   sleep, the unlocker's futex wake and the waiter's wake-up. A thread that waits again and again
+//!   on a hot lock saves that on every wait, and its rounds are short: the other runnable threads
+//!   are mostly the lock's users and waiters, which soon yield, sleep, or take the lock and leave
+//!   it. A thread that waits seldom, between stretches of other work (a server's thread, on a lock
+//!   that most of its acquisitions find free), saves little, and the threads it would yield to are
+//!   working too, each for up to a whole time slice: the round becomes its wait's latency, where a
+//!   sleeper is woken by the release and placed by the scheduler for the time it spent off its CPU,
+//!   not behind everyone. CPU time, not time: a thread that waits often but was preempted between
+//!   two waits (threads outnumber CPUs) has done no other work meanwhile. A wait that ends within
+//!   its spin never asks.
 //!   A thread that keeps taking a hot lock, waiting only within its spin, keeps its CPU until
 //!   its time slice runs out, while the lock's waiters that yielded, and threads preempted,
 //!   are runnable behind it: each of them is back at the lock only after the slices of the
